@@ -1,0 +1,1 @@
+"""LlamaIndex pipeline assemblies used by ``rag_app`` (ingestion, evaluation)."""

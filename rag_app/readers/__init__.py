@@ -1,0 +1,188 @@
+"""Document readers: bytes or a path in, :class:`ParsedFile` (text + format + title) out.
+
+Dispatch is on the lower-cased file extension (see :data:`SUPPORTED_EXTENSIONS`). Every
+failure is a :class:`ReaderError` whose message is one line meant for the user.
+
+The size limit: ``max_bytes`` if given (a value <= 0 disables the limit), else
+``RAG_MAX_FILE_MB`` from the environment (default 50 MB).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path, PurePath
+
+from rag_app.readers.base import ParsedFile, ReaderError
+
+__all__ = [
+    "DEFAULT_MAX_FILE_MB",
+    "SUPPORTED_EXTENSIONS",
+    "ParsedFile",
+    "ReaderError",
+    "read_bytes",
+    "read_file",
+]
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_EXTENSIONS: dict[str, str] = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".html": "html",
+    ".htm": "html",
+}
+
+DEFAULT_MAX_FILE_MB = 50.0
+_MB = 1024 * 1024
+_ENV_MAX_MB = "RAG_MAX_FILE_MB"
+
+
+def _read_markdown(data: bytes, ext: str) -> ParsedFile:
+    from rag_app.readers.text import read_markdown
+
+    return read_markdown(data, ext)
+
+
+def _read_text(data: bytes, ext: str) -> ParsedFile:
+    from rag_app.readers.text import read_text
+
+    return read_text(data, ext)
+
+
+def _read_pdf(data: bytes, ext: str) -> ParsedFile:
+    from rag_app.readers.pdf import read_pdf
+
+    return read_pdf(data)
+
+
+def _read_docx(data: bytes, ext: str) -> ParsedFile:
+    from rag_app.readers.docx import read_docx
+
+    return read_docx(data)
+
+
+def _read_html(data: bytes, ext: str) -> ParsedFile:
+    from rag_app.readers.html import read_html
+
+    return read_html(data, ext)
+
+
+# Readers are imported lazily so that e.g. a text-only run never imports pypdf or lxml.
+_READERS: dict[str, Callable[[bytes, str], ParsedFile]] = {
+    "markdown": _read_markdown,
+    "text": _read_text,
+    "pdf": _read_pdf,
+    "docx": _read_docx,
+    "html": _read_html,
+}
+
+
+def _extension(filename: str | os.PathLike[str]) -> str:
+    return PurePath(filename).suffix.lower()
+
+
+def _unsupported(ext: str) -> ReaderError:
+    supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+    if not ext:
+        return ReaderError(f"unsupported file type (no extension; supported: {supported})")
+    return ReaderError(f"unsupported file type '{ext}' (supported: {supported})")
+
+
+def _default_limit() -> int | None:
+    raw = os.environ.get(_ENV_MAX_MB, "").strip()
+    megabytes = DEFAULT_MAX_FILE_MB
+    if raw:
+        try:
+            megabytes = float(raw)
+        except ValueError:
+            log.warning("ignoring %s=%r (not a number); using %s", _ENV_MAX_MB, raw, megabytes)
+    return int(megabytes * _MB) if megabytes > 0 else None
+
+
+def _resolve_limit(max_bytes: int | None) -> int | None:
+    if max_bytes is None:
+        return _default_limit()
+    return max_bytes if max_bytes > 0 else None
+
+
+def _human_size(size: float) -> str:
+    if size >= _MB:
+        return f"{size / _MB:.1f} MB"
+    if size >= 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{int(size)} bytes"
+
+
+def _human_limit(limit: int) -> str:
+    if limit >= _MB and limit % _MB == 0:
+        return f"{limit // _MB} MB"
+    return _human_size(limit)
+
+
+def _check_size(size: int, limit: int | None) -> None:
+    if limit is not None and size > limit:
+        raise ReaderError(
+            f"file too large: {_human_size(size)} > limit {_human_limit(limit)} (set {_ENV_MAX_MB})"
+        )
+
+
+def read_bytes(data: bytes, filename: str, *, max_bytes: int | None = None) -> ParsedFile:
+    """Parse ``data`` as the format implied by ``filename``'s extension.
+
+    Raises :class:`ReaderError` for unsupported extensions, oversized, empty, binary,
+    undecodable or corrupt content.
+    """
+    ext = _extension(filename)
+    doc_type = SUPPORTED_EXTENSIONS.get(ext)
+    if doc_type is None:
+        raise _unsupported(ext)
+    _check_size(len(data), _resolve_limit(max_bytes))
+    if not data or data.isspace():
+        raise ReaderError("empty file")
+    parsed = _READERS[doc_type](bytes(data), ext)
+    log.debug(
+        "read %s as %s (%d chars, encoding=%s)",
+        filename,
+        doc_type,
+        len(parsed.text),
+        parsed.encoding,
+    )
+    return parsed
+
+
+def read_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> ParsedFile:
+    """Read and parse the file at ``path``; its size is checked with ``os.stat`` first."""
+    file_path = Path(path)
+    try:
+        info = os.stat(file_path)
+    except FileNotFoundError as exc:
+        raise ReaderError(f"file not found: {file_path}") from exc
+    except PermissionError as exc:
+        raise ReaderError(f"permission denied: {file_path}") from exc
+    except OSError as exc:
+        raise ReaderError(f"cannot access {file_path}: {exc.strerror or exc}") from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise ReaderError(f"not a file (a directory): {file_path}")
+    if not stat.S_ISREG(info.st_mode):
+        raise ReaderError(f"not a regular file: {file_path}")
+
+    ext = _extension(file_path)
+    if ext not in SUPPORTED_EXTENSIONS:
+        raise _unsupported(ext)
+    limit = _resolve_limit(max_bytes)
+    _check_size(info.st_size, limit)
+    try:
+        with open(file_path, "rb") as handle:
+            # Never read more than limit + 1 bytes, even if the file grew since stat().
+            data = handle.read(limit + 1) if limit is not None else handle.read()
+    except PermissionError as exc:
+        raise ReaderError(f"permission denied: {file_path}") from exc
+    except OSError as exc:
+        raise ReaderError(f"cannot read {file_path}: {exc.strerror or exc}") from exc
+    return read_bytes(data, file_path.name, max_bytes=limit if limit is not None else 0)

@@ -1,0 +1,114 @@
+"""PDF reader (pypdf): page-by-page text, pages joined with a blank line."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+from pypdf import PdfReader
+from pypdf.errors import DependencyError, FileNotDecryptedError
+
+from rag_app.readers.base import ParsedFile, ReaderError
+from rag_app.readers.text import normalize_newlines
+
+__all__ = ["PAGE_SEPARATOR", "read_pdf"]
+
+log = logging.getLogger(__name__)
+
+#: Inserted between the text of consecutive pages.
+PAGE_SEPARATOR = "\n\n"
+
+
+def _clean_page(text: str) -> str:
+    return normalize_newlines(text.replace("\x00", "")).strip()
+
+
+def read_pdf(data: bytes) -> ParsedFile:
+    """Read a PDF. ``metadata`` holds ``pages`` (count) and ``page_starts``.
+
+    ``page_starts[i]`` is the offset in ``text`` where page ``i`` (0-based) begins, so the
+    page of a character offset ``x`` is ``bisect.bisect_right(page_starts, x) - 1``.
+    """
+    try:
+        reader = PdfReader(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - pypdf raises many types on bad input
+        raise ReaderError(f"not a valid PDF file ({type(exc).__name__}: {exc})") from exc
+
+    if reader.is_encrypted:
+        try:
+            opened = reader.decrypt("")
+        except DependencyError as exc:
+            raise ReaderError(
+                f"encrypted PDF: cannot decrypt ({exc}); install 'cryptography'"
+            ) from exc
+        except Exception as exc:  # noqa: BLE001
+            raise ReaderError(f"encrypted PDF: cannot decrypt ({exc})") from exc
+        if not opened:
+            raise ReaderError("encrypted PDF: a password is required to open it")
+
+    try:
+        pages = list(reader.pages)
+    except FileNotDecryptedError as exc:
+        raise ReaderError("encrypted PDF: a password is required to open it") from exc
+    except Exception as exc:  # noqa: BLE001
+        raise ReaderError(f"not a valid PDF file ({type(exc).__name__}: {exc})") from exc
+    if not pages:
+        raise ReaderError("PDF has no pages")
+
+    texts: list[str] = []
+    failed = 0
+    for number, page in enumerate(pages, start=1):
+        try:
+            texts.append(_clean_page(page.extract_text() or ""))
+        except Exception as exc:  # noqa: BLE001 - one bad page must not sink the file
+            failed += 1
+            log.warning("PDF page %d: text extraction failed: %s", number, exc)
+            texts.append("")
+
+    if not any(texts):
+        if failed == len(pages):
+            raise ReaderError("PDF text extraction failed on every page (damaged file?)")
+        raise ReaderError("PDF has no extractable text (scanned or image-only?)")
+
+    page_starts: list[int] = []
+    offset = 0
+    for index, page_text in enumerate(texts):
+        if index:
+            offset += len(PAGE_SEPARATOR)
+        page_starts.append(offset)
+        offset += len(page_text)
+    text = PAGE_SEPARATOR.join(texts)
+    # Trailing empty pages would point past the (stripped) end; clamp them.
+    stripped = text.rstrip()
+    page_starts = [min(start, len(stripped)) for start in page_starts]
+
+    metadata: dict[str, object] = {"pages": len(pages), "page_starts": page_starts}
+    if failed:
+        metadata["failed_pages"] = failed
+    title, author = _info(reader)
+    if author:
+        metadata["author"] = author
+    return ParsedFile(
+        text=stripped, doc_type="pdf", fmt="text", title=title, encoding=None, metadata=metadata
+    )
+
+
+def _info(reader: PdfReader) -> tuple[str | None, str | None]:
+    """Title and author from the document information dictionary, if readable."""
+    try:
+        info = reader.metadata
+        if info is None:
+            return None, None
+        title = info.title
+        author = info.author
+    except Exception as exc:  # noqa: BLE001 - broken metadata is not worth failing over
+        log.debug("PDF metadata unreadable: %s", exc)
+        return None, None
+    return _clean_info(title), _clean_info(author)
+
+
+def _clean_info(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    cleaned = " ".join(value.replace("\x00", "").split())
+    return cleaned or None

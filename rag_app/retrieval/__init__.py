@@ -1,0 +1,1 @@
+"""Retrieval: Chinese keyword tokenization, hybrid (dense + BM25) retrieval, fusion, scopes."""

@@ -1,0 +1,92 @@
+"""Chinese-aware tokenization for the keyword index: jieba search-mode segmentation + stopwords.
+
+Article labels such as 第三十三条 / 第33条 also produce one canonical token (``第33条``), so a
+question written with Arabic numerals finds an article written with Chinese numerals and back.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from functools import lru_cache
+
+logger = logging.getLogger(__name__)
+
+STOPWORDS = frozenset(
+    """
+    的 了 是 在 和 与 及 或 等 对 为 以 于 由 被 把 将 就 都 也 还 又 而 并 且 但 从 向 到 之 其 此 该 这 那
+    这个 那个 这些 那些 什么 哪些 哪个 哪里 哪 怎么 怎样 如何 为何 为什么 多少 几 吗 呢 吧 啊 呀 么 请问
+    请 一下 是否 可以 能否 能 会 要 需要 应该 应当 有 没有 个 些 我 你 他 她 它 我们 你们 他们 自己
+    规定 内容 根据 按照 关于 具体 一般 情况 问题 时候 时 中 上 下 内 外 吗？ 呢？
+    a an the of to in on for and or is are was were be been by with as at from that this these
+    those it its what which who whom how when where why do does did can could should would will
+    """.split()
+)
+
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+              "七": 7, "八": 8, "九": 9}  # fmt: skip
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+_LABEL = re.compile(r"第([零〇一二两三四五六七八九十百千\d]+)(编|章|节|条|款|项)")
+_WORD = re.compile(r"\w", re.UNICODE)
+
+_jieba_lock = threading.Lock()
+_jieba_ready = False
+
+
+def chinese_number(text: str) -> int | None:
+    """'三十三' -> 33, '一百零五' -> 105, '33' -> 33; None when it isn't a number."""
+    if text.isdigit():
+        return int(text)
+    total, current = 0, 0
+    for ch in text:
+        if ch in _CN_DIGITS:
+            current = _CN_DIGITS[ch]
+        elif ch in _CN_UNITS:
+            total += (current or 1) * _CN_UNITS[ch]
+            current = 0
+        else:
+            return None
+    return total + current
+
+
+def label_tokens(text: str) -> list[str]:
+    """Canonical tokens for 第X条-style labels: '第三十三条' -> ['第33条']."""
+    out = []
+    for match in _LABEL.finditer(text):
+        number = chinese_number(match.group(1))
+        if number is not None:
+            out.append(f"第{number}{match.group(2)}")
+    return out
+
+
+def _jieba():  # type: ignore[no-untyped-def]
+    global _jieba_ready
+    import jieba
+
+    if not _jieba_ready:
+        with _jieba_lock:
+            if not _jieba_ready:
+                jieba.setLogLevel(logging.WARNING)
+                jieba.initialize()
+                _jieba_ready = True
+    return jieba
+
+
+def tokenize(text: str) -> list[str]:
+    """Index/query tokens: jieba ``lcut_for_search``, lower-cased, no punctuation or stopwords."""
+    normalized = unicodedata.normalize("NFKC", text).lower()
+    tokens = [
+        tok.strip()
+        for tok in _jieba().lcut_for_search(normalized)
+        if tok.strip() and _WORD.search(tok) and tok.strip() not in STOPWORDS
+    ]
+    tokens.extend(label_tokens(normalized))
+    return tokens
+
+
+@lru_cache(maxsize=4096)
+def query_tokens(question: str) -> tuple[str, ...]:
+    """Distinct tokens of a question, in order of appearance."""
+    return tuple(dict.fromkeys(tokenize(question)))

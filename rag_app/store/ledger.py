@@ -1,0 +1,440 @@
+"""The ledger: documents, their versions and chunks (SQLAlchemy Core; SQLite by default).
+
+The ledger is the source of truth. A document's ``version`` column is its *active* version: a
+chunk is served only when its ``version`` equals that column. A new version's chunks are inserted
+and the active version flipped in one transaction, so a crash at any step leaves either the old or
+the new version fully active, never a mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import Engine
+
+from rag_app.types import ChunkInfo, DocStatus, DocumentInfo
+
+ERROR_MAX_CHARS = 500
+
+metadata = MetaData()
+
+meta_table = Table(
+    "kb_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+documents = Table(
+    "documents",
+    metadata,
+    Column("doc_id", String(64), primary_key=True),
+    Column("tenant", String(128), nullable=False, index=True),
+    Column("source", Text, nullable=False),
+    Column("rel_path", Text, nullable=False),
+    Column("doc_type", String(32), nullable=False),
+    Column("title", Text),
+    Column("content_hash", String(64)),
+    Column("fingerprint", String(64)),
+    Column("version", Integer, nullable=False, default=0),
+    Column("status", String(16), nullable=False),
+    Column("error", String(ERROR_MAX_CHARS)),
+    Column("size_bytes", Integer, nullable=False, default=0),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+chunks = Table(
+    "chunks",
+    metadata,
+    Column("chunk_id", String(96), primary_key=True),
+    Column("doc_id", String(64), nullable=False),
+    Column("tenant", String(128), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("chunk_index", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("title_path", Text, nullable=False, default=""),
+    Column("start_char", Integer, nullable=False),
+    Column("end_char", Integer, nullable=False),
+    Column("prefix_chars", Integer, nullable=False, default=0),
+    Column("suffix_chars", Integer, nullable=False, default=0),
+    Column("token_count", Integer, nullable=False, default=0),
+    Column("block_types", String(128), nullable=False, default=""),
+    Index("ix_chunks_doc_version_index", "doc_id", "version", "chunk_index"),
+)
+
+CHUNK_FIELDS = (
+    "chunk_id",
+    "doc_id",
+    "version",
+    "chunk_index",
+    "text",
+    "title_path",
+    "start_char",
+    "end_char",
+    "prefix_chars",
+    "suffix_chars",
+    "token_count",
+    "block_types",
+)
+
+
+# Keyword index: jieba tokens (space separated) in an FTS5 table, written in the same transaction
+# as the chunk rows, so it can never disagree with the ledger.
+FTS_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts USING fts5("
+    "tokens, chunk_id UNINDEXED, doc_id UNINDEXED, tenant UNINDEXED, version UNINDEXED, "
+    "tokenize = 'unicode61 remove_diacritics 0')"
+)
+
+
+def _fts_phrase(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _clip_error(message: str | None) -> str | None:
+    if message is None:
+        return None
+    one_line = " ".join(message.split())
+    return one_line[: ERROR_MAX_CHARS - 1] + "…" if len(one_line) > ERROR_MAX_CHARS else one_line
+
+
+class Ledger:
+    """Thin typed access to the ledger tables."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine: Engine = create_engine(url, future=True)
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite:
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        metadata.create_all(self.engine)
+        if self.is_sqlite:
+            with self.engine.begin() as conn:
+                conn.execute(text(FTS_DDL))
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ----- KB-level metadata -------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                select(meta_table.c.value).where(meta_table.c.key == key)
+            ).scalar_one_or_none()
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(meta_table).where(meta_table.c.key == key))
+            conn.execute(insert(meta_table).values(key=key, value=value))
+
+    # ----- documents ---------------------------------------------------------------------
+    def get_document(self, doc_id: str) -> DocumentInfo | None:
+        rows = self._select_documents(documents.c.doc_id == doc_id)
+        return rows[0] if rows else None
+
+    def list_documents(self, tenant: str | None = None) -> list[DocumentInfo]:
+        cond = documents.c.tenant == tenant if tenant is not None else None
+        return self._select_documents(cond)
+
+    def _select_documents(self, cond: Any) -> list[DocumentInfo]:
+        active = (
+            select(func.count())
+            .where(
+                and_(chunks.c.doc_id == documents.c.doc_id, chunks.c.version == documents.c.version)
+            )
+            .scalar_subquery()
+        )
+        stmt = select(documents, active.label("chunk_count")).order_by(documents.c.rel_path)
+        if cond is not None:
+            stmt = stmt.where(cond)
+        with self.engine.connect() as conn:
+            rows = conn.execute(stmt).mappings().all()
+        return [
+            DocumentInfo(
+                doc_id=r["doc_id"],
+                tenant=r["tenant"],
+                source=r["source"],
+                doc_type=r["doc_type"],
+                title=r["title"],
+                content_hash=r["content_hash"],
+                version=r["version"],
+                status=DocStatus(r["status"]),
+                error=r["error"],
+                chunk_count=r["chunk_count"],
+                size_bytes=r["size_bytes"],
+                created_at=r["created_at"],
+                updated_at=r["updated_at"],
+            )
+            for r in rows
+        ]
+
+    def fingerprint(self, doc_id: str) -> str | None:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                select(documents.c.fingerprint).where(documents.c.doc_id == doc_id)
+            ).scalar_one_or_none()
+
+    def begin_document(
+        self, *, doc_id: str, tenant: str, source: str, rel_path: str, doc_type: str, size: int
+    ) -> int:
+        """Register (or re-mark) a document as PROCESSING; return its next version number."""
+        now = _now()
+        with self.engine.begin() as conn:
+            current = conn.execute(
+                select(documents.c.version).where(documents.c.doc_id == doc_id)
+            ).scalar_one_or_none()
+            if current is None:
+                conn.execute(
+                    insert(documents).values(
+                        doc_id=doc_id,
+                        tenant=tenant,
+                        source=source,
+                        rel_path=rel_path,
+                        doc_type=doc_type,
+                        version=0,
+                        status=DocStatus.PROCESSING.value,
+                        size_bytes=size,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+                current = 0
+            else:
+                conn.execute(
+                    update(documents)
+                    .where(documents.c.doc_id == doc_id)
+                    .values(status=DocStatus.PROCESSING.value, error=None, updated_at=now)
+                )
+            highest = conn.execute(
+                select(func.max(chunks.c.version)).where(chunks.c.doc_id == doc_id)
+            ).scalar_one_or_none()
+        return max(current, highest or 0) + 1
+
+    def mark_failed(self, doc_id: str, error: str) -> None:
+        """Record a failure; the active version (if any) stays active and queryable."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(documents)
+                .where(documents.c.doc_id == doc_id)
+                .values(status=DocStatus.FAILED.value, error=_clip_error(error), updated_at=_now())
+            )
+
+    def commit_version(
+        self,
+        *,
+        doc_id: str,
+        tenant: str,
+        version: int,
+        rows: Sequence[dict[str, Any]],
+        content_hash: str,
+        fingerprint: str,
+        doc_type: str,
+        title: str | None,
+        source: str,
+        size: int,
+    ) -> None:
+        """Insert a version's chunks and make it the active version, in one transaction."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(chunks).where(and_(chunks.c.doc_id == doc_id, chunks.c.version == version))
+            )
+            if rows:
+                conn.execute(
+                    insert(chunks),
+                    [
+                        {k: v for k, v in r.items() if k in CHUNK_FIELDS}
+                        | {"doc_id": doc_id, "tenant": tenant, "version": version}
+                        for r in rows
+                    ],
+                )
+            if self.is_sqlite:
+                conn.execute(
+                    text("DELETE FROM chunk_fts WHERE doc_id = :d AND version = :v"),
+                    {"d": doc_id, "v": version},
+                )
+                keyword_rows = [
+                    {"t": r["keywords"], "c": r["chunk_id"], "d": doc_id, "n": tenant, "v": version}
+                    for r in rows
+                    if r.get("keywords")
+                ]
+                if keyword_rows:
+                    conn.execute(
+                        text(
+                            "INSERT INTO chunk_fts (tokens, chunk_id, doc_id, tenant, version) "
+                            "VALUES (:t, :c, :d, :n, :v)"
+                        ),
+                        keyword_rows,
+                    )
+            conn.execute(
+                update(documents)
+                .where(documents.c.doc_id == doc_id)
+                .values(
+                    version=version,
+                    status=DocStatus.SUCCESS.value,
+                    error=None,
+                    content_hash=content_hash,
+                    fingerprint=fingerprint,
+                    doc_type=doc_type,
+                    title=title,
+                    source=source,
+                    size_bytes=size,
+                    updated_at=_now(),
+                )
+            )
+
+    def mark_unchanged(self, doc_id: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(documents)
+                .where(documents.c.doc_id == doc_id)
+                .values(status=DocStatus.SUCCESS.value, error=None, updated_at=_now())
+            )
+
+    def delete_inactive_chunks(self, doc_id: str) -> int:
+        """Drop chunk rows of every version that is not the document's active one."""
+        with self.engine.begin() as conn:
+            active = select(documents.c.version).where(documents.c.doc_id == doc_id)
+            result = conn.execute(
+                delete(chunks).where(
+                    and_(chunks.c.doc_id == doc_id, chunks.c.version != active.scalar_subquery())
+                )
+            )
+            if self.is_sqlite:
+                conn.execute(
+                    text(
+                        "DELETE FROM chunk_fts WHERE doc_id = :d AND version != "
+                        "(SELECT version FROM documents WHERE doc_id = :d)"
+                    ),
+                    {"d": doc_id},
+                )
+        return int(result.rowcount or 0)
+
+    def delete_document(self, doc_id: str) -> bool:
+        with self.engine.begin() as conn:
+            conn.execute(delete(chunks).where(chunks.c.doc_id == doc_id))
+            if self.is_sqlite:
+                conn.execute(text("DELETE FROM chunk_fts WHERE doc_id = :d"), {"d": doc_id})
+            result = conn.execute(delete(documents).where(documents.c.doc_id == doc_id))
+        return bool(result.rowcount)
+
+    # ----- chunks ------------------------------------------------------------------------
+    def _chunk_select(self) -> Any:
+        return (
+            select(*(chunks.c[f] for f in CHUNK_FIELDS))
+            .select_from(chunks.join(documents, chunks.c.doc_id == documents.c.doc_id))
+            .where(chunks.c.version == documents.c.version)
+        )
+
+    def active_chunks(self, doc_id: str) -> list[ChunkInfo]:
+        stmt = self._chunk_select().where(chunks.c.doc_id == doc_id).order_by(chunks.c.chunk_index)
+        with self.engine.connect() as conn:
+            return [ChunkInfo(**r) for r in conn.execute(stmt).mappings().all()]
+
+    def active_chunks_by_id(
+        self, chunk_ids: Iterable[str], tenant: str | None = None
+    ) -> dict[str, ChunkInfo]:
+        """The subset of ``chunk_ids`` that are active (served) chunks, optionally of one tenant."""
+        ids = list(dict.fromkeys(chunk_ids))
+        found: dict[str, ChunkInfo] = {}
+        for start in range(0, len(ids), 500):
+            stmt = self._chunk_select().where(chunks.c.chunk_id.in_(ids[start : start + 500]))
+            if tenant is not None:
+                stmt = stmt.where(chunks.c.tenant == tenant)
+            with self.engine.connect() as conn:
+                for r in conn.execute(stmt).mappings().all():
+                    found[r["chunk_id"]] = ChunkInfo(**r)
+        return found
+
+    def all_active_chunk_ids(self) -> set[str]:
+        stmt = (
+            select(chunks.c.chunk_id)
+            .select_from(chunks.join(documents, chunks.c.doc_id == documents.c.doc_id))
+            .where(chunks.c.version == documents.c.version)
+        )
+        with self.engine.connect() as conn:
+            return set(conn.execute(stmt).scalars().all())
+
+    def keyword_search(
+        self,
+        tokens: Sequence[str],
+        *,
+        tenant: str,
+        doc_ids: Sequence[str] | None = None,
+        limit: int = 20,
+    ) -> list[tuple[str, float]]:
+        """BM25 over the active chunks of one tenant (optionally some documents): (id, score)."""
+        if not tokens or limit <= 0:
+            return []
+        if not self.is_sqlite:
+            raise NotImplementedError("keyword search needs the SQLite ledger for now")
+        params: dict[str, Any] = {
+            "q": " OR ".join(_fts_phrase(t) for t in tokens),
+            "tenant": tenant,
+            "limit": limit,
+        }
+        doc_filter = ""
+        if doc_ids is not None:
+            if not doc_ids:
+                return []
+            names = [f"d{i}" for i in range(len(doc_ids))]
+            doc_filter = f" AND f.doc_id IN ({', '.join(':' + n for n in names)})"
+            params.update(zip(names, doc_ids, strict=True))
+        sql = text(
+            "SELECT f.chunk_id, -bm25(chunk_fts) AS score FROM chunk_fts AS f "
+            "JOIN documents AS d ON d.doc_id = f.doc_id AND d.version = f.version "
+            f"WHERE chunk_fts MATCH :q AND f.tenant = :tenant{doc_filter} "
+            "ORDER BY bm25(chunk_fts) LIMIT :limit"
+        )
+        with self.engine.connect() as conn:
+            return [(r[0], float(r[1])) for r in conn.execute(sql, params).all()]
+
+    def keyword_count(self) -> int:
+        if not self.is_sqlite:
+            return 0
+        with self.engine.connect() as conn:
+            return int(conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one())
+
+    def document_sources(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """doc_id -> (source path, tenant)."""
+        ids = list(set(doc_ids))
+        if not ids:
+            return {}
+        stmt = select(documents.c.doc_id, documents.c.source, documents.c.tenant).where(
+            documents.c.doc_id.in_(ids)
+        )
+        with self.engine.connect() as conn:
+            return {r[0]: (r[1], r[2]) for r in conn.execute(stmt).all()}
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA busy_timeout=10000")
+    cur.close()

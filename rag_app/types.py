@@ -1,0 +1,100 @@
+"""Public data types returned by the knowledge base (pydantic models: JSON-ready)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class DocStatus(StrEnum):
+    PENDING = "PENDING"
+    PROCESSING = "PROCESSING"
+    SUCCESS = "SUCCESS"
+    FAILED = "FAILED"
+
+
+class Source(BaseModel):
+    """One retrieved chunk, with everything a citation needs."""
+
+    text: str
+    source: str = Field(description="Path of the file the chunk came from.")
+    doc_id: str
+    chunk_id: str
+    chunk_index: int
+    version: int
+    score: float
+    title_path: str = ""
+    start_char: int
+    end_char: int
+    block_types: str = ""
+    tenant: str = "default"
+
+
+class FileResult(BaseModel):
+    """What happened to one input file during ingestion."""
+
+    path: str
+    doc_id: str | None = None
+    status: str = Field(description="SUCCESS | UNCHANGED | FAILED | SKIPPED")
+    chunks: int = 0
+    version: int | None = None
+    reason: str | None = None
+    seconds: float = 0.0
+
+
+class IngestReport(BaseModel):
+    tenant: str
+    files: list[FileResult] = Field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.files if f.status == status)
+
+    @property
+    def succeeded(self) -> int:
+        return self.count("SUCCESS")
+
+    @property
+    def unchanged(self) -> int:
+        return self.count("UNCHANGED")
+
+    @property
+    def failed(self) -> int:
+        return self.count("FAILED")
+
+    @property
+    def total_chunks(self) -> int:
+        return sum(f.chunks for f in self.files)
+
+
+class DocumentInfo(BaseModel):
+    doc_id: str
+    tenant: str
+    source: str
+    doc_type: str
+    title: str | None = None
+    content_hash: str | None = None
+    version: int
+    status: DocStatus
+    error: str | None = None
+    chunk_count: int = 0
+    size_bytes: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class ChunkInfo(BaseModel):
+    chunk_id: str
+    doc_id: str
+    version: int
+    chunk_index: int
+    text: str
+    title_path: str = ""
+    start_char: int
+    end_char: int
+    prefix_chars: int = 0
+    suffix_chars: int = 0
+    token_count: int = 0
+    block_types: str = ""

