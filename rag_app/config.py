@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ChunkerName = Literal["fixed", "sentence", "structure"]
@@ -36,9 +36,33 @@ class Settings(BaseSettings):
         None, description="http://host:port of a Chroma server; default: persistent local Chroma."
     )
     collection: str = Field("rag_chunks", pattern=r"^[A-Za-z0-9._-]{3,63}$")
-    retrieve_candidates: int = Field(
-        4, ge=1, description="Dense candidates fetched per requested hit (before ledger checks)."
+    retrieval_mode: Literal["hybrid", "dense", "keyword"] = Field(
+        "hybrid", description="hybrid (dense + BM25, fused), dense only, or keyword only."
     )
+    fusion: Literal["rrf", "weighted"] = Field("rrf", description="How branches are fused.")
+    rrf_k: int = Field(60, ge=0, description="Reciprocal-rank-fusion constant.")
+    dense_weight: float = Field(1.0, ge=0, description="Weight of the dense branch in fusion.")
+    keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 branch in fusion.")
+    candidates: int = Field(30, ge=1, description="Candidates fetched per branch before fusion.")
+
+    rerank: str = Field(
+        "lexical", description='"lexical" (no model), "none", or "hf:<local cross-encoder dir>".'
+    )
+    rerank_candidates: int = Field(20, ge=1, description="Fused candidates handed to the reranker.")
+    gate: bool = Field(True, description="Refuse when the evidence doesn't support the question.")
+    gate_min_attribute_coverage: float = Field(0.5, ge=0, le=1)
+    gate_min_question_coverage: float = Field(0.35, ge=0, le=1)
+    neighbors: Literal["auto", "always", "never"] = Field(
+        "auto", description="Add the next chunk when a hit is cut (auto), always, or never."
+    )
+    context_budget: int = Field(6000, gt=0, description="Max characters of evidence per answer.")
+    llm_base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1); unset = extractive.",
+    )
+    llm_model: str = Field("qwen2.5-7b-instruct", description="Model name sent to the endpoint.")
+    llm_api_key: SecretStr | None = Field(None, description="API key for the endpoint, if needed.")
+    llm_timeout: float = Field(60.0, gt=0)
 
     @model_validator(mode="after")
     def _check_overlap(self) -> Settings:

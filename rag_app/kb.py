@@ -12,6 +12,7 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.schema import NodeWithScore
 
 from pipelines.ingest import (
     build_ingestion_pipeline,
@@ -22,9 +23,19 @@ from pipelines.ingest import (
 from rag_app.config import Settings
 from rag_app.embeddings import load_embedding
 from rag_app.readers import SUPPORTED_EXTENSIONS, ReaderError, read_bytes
+from rag_app.retrieval.hybrid import HybridRetriever
+from rag_app.retrieval.scope import Scope
 from rag_app.store.ledger import Ledger
 from rag_app.store.vectors import VectorStore
-from rag_app.types import ChunkInfo, DocumentInfo, FileResult, IngestReport, Source
+from rag_app.types import (
+    REFUSAL,
+    Answer,
+    ChunkInfo,
+    DocumentInfo,
+    FileResult,
+    IngestReport,
+    Source,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +51,25 @@ class _InputFile:
     path: Path
     rel_path: str
     explicit: bool  # named on the command line (not found by walking a folder)
+
+
+def node_to_source(node: NodeWithScore) -> Source:
+    """A retrieved node as a citation-ready ``Source`` (fields from the ledger, not a model)."""
+    m = node.node.metadata
+    return Source(
+        text=node.node.get_content(),
+        source=str(m.get("source", "")),
+        doc_id=str(m["doc_id"]),
+        chunk_id=node.node.node_id,
+        chunk_index=int(m["chunk_index"]),
+        version=int(m["version"]),
+        score=round(float(node.score or 0.0), 6),
+        title_path=str(m.get("title_path", "")),
+        start_char=int(m["start_char"]),
+        end_char=int(m["end_char"]),
+        block_types=str(m.get("block_types", "")),
+        tenant=str(m.get("tenant", "")),
+    )
 
 
 def make_doc_id(tenant: str, rel_path: str) -> str:
@@ -293,44 +323,109 @@ class KnowledgeBase:
             logger.exception("deleting vectors of %s failed; run `rag doctor`", doc_id)
         return existed
 
-    def retrieve(self, question: str, top_k: int = 5, tenant: str = "default") -> list[Source]:
-        """Dense retrieval within one tenant; only active chunks are returned."""
+    def retriever(
+        self,
+        tenant: str = "default",
+        top_k: int = 5,
+        doc_ids: Sequence[str] | None = None,
+        **overrides: Any,
+    ) -> HybridRetriever:
+        """A LlamaIndex retriever over this KB, scoped to a tenant (and optionally documents)."""
+        s = self.settings
+        params: dict[str, Any] = {
+            "mode": s.retrieval_mode,
+            "fusion": s.fusion,
+            "rrf_k": s.rrf_k,
+            "dense_weight": s.dense_weight,
+            "keyword_weight": s.keyword_weight,
+            "candidates": max(s.candidates, top_k),
+        }
+        params.update(overrides)
+        scope = Scope(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)
+        return HybridRetriever(
+            ledger=self.ledger,
+            vectors=self.vectors,
+            embed_model=self.embed_model,
+            scope=scope,
+            top_k=top_k,
+            **params,
+        )
+
+    def retrieve_nodes(
+        self,
+        question: str,
+        top_k: int = 5,
+        tenant: str = "default",
+        doc_ids: Sequence[str] | None = None,
+        **overrides: Any,
+    ) -> list[NodeWithScore]:
         if not question or not question.strip():
             raise ValueError("question is empty")
         if top_k <= 0:
             raise ValueError("top_k must be positive")
-        query = self.embed_model.get_query_embedding(question.strip())
-        n = top_k * self.settings.retrieve_candidates
-        while True:
-            hits = self.vectors.query(query, n, where={"tenant": tenant})
-            active = self.ledger.active_chunks_by_id([h.chunk_id for h in hits], tenant=tenant)
-            kept = [h for h in hits if h.chunk_id in active]
-            if len(kept) >= top_k or len(hits) < n or n >= 4096:
-                break
-            n *= 4
-        kept = kept[:top_k]
-        sources = self.ledger.document_sources(active[h.chunk_id].doc_id for h in kept)
-        out: list[Source] = []
-        for hit in kept:
-            chunk = active[hit.chunk_id]
-            path, owner = sources.get(chunk.doc_id, ("", tenant))
-            out.append(
-                Source(
-                    text=chunk.text,
-                    source=path,
-                    doc_id=chunk.doc_id,
-                    chunk_id=chunk.chunk_id,
-                    chunk_index=chunk.chunk_index,
-                    version=chunk.version,
-                    score=round(hit.score, 6),
-                    title_path=chunk.title_path,
-                    start_char=chunk.start_char,
-                    end_char=chunk.end_char,
-                    block_types=chunk.block_types,
-                    tenant=owner,
-                )
+        return self.retriever(tenant, top_k, doc_ids, **overrides).retrieve(question.strip())
+
+    def retrieve(
+        self,
+        question: str,
+        top_k: int = 5,
+        tenant: str = "default",
+        doc_ids: Sequence[str] | None = None,
+        **overrides: Any,
+    ) -> list[Source]:
+        """Hybrid retrieval (dense + BM25, fused) within a tenant; only active chunks."""
+        nodes = self.retrieve_nodes(question, top_k, tenant, doc_ids, **overrides)
+        return [node_to_source(n) for n in nodes]
+
+    def ask(
+        self,
+        question: str,
+        tenant: str = "default",
+        top_k: int = 5,
+        doc_ids: Sequence[str] | None = None,
+    ) -> Answer:
+        """Answer with backend citations, or refuse when the evidence doesn't support it."""
+        from llama_index.core.schema import QueryBundle
+
+        from rag_app.engine import build_query_engine
+
+        if not question or not question.strip():
+            raise ValueError("question is empty")
+        t0 = time.perf_counter()
+        parts = build_query_engine(self, tenant=tenant, top_k=top_k, doc_ids=doc_ids)
+        bundle = QueryBundle(question.strip())
+        nodes = parts.retriever.retrieve(bundle)
+        t1 = time.perf_counter()
+        for postprocessor in parts.engine._node_postprocessors:
+            nodes = postprocessor.postprocess_nodes(nodes, query_bundle=bundle)
+        t2 = time.perf_counter()
+        timings = {"retrieve_ms": (t1 - t0) * 1000, "postprocess_ms": (t2 - t1) * 1000}
+        decision = parts.gate.last_decision if parts.gate is not None else None
+        if decision is not None and decision.refused:
+            timings["total_ms"] = (time.perf_counter() - t0) * 1000
+            return Answer(
+                question=question,
+                answer=REFUSAL,
+                refused=True,
+                reason=decision.reason,
+                mode="gate",
+                timings={k: round(v, 2) for k, v in timings.items()},
             )
-        return out
+        response = parts.synthesizer.synthesize(bundle, nodes)
+        t3 = time.perf_counter()
+        timings["synthesize_ms"] = (t3 - t2) * 1000
+        timings["total_ms"] = (t3 - t0) * 1000
+        meta = response.metadata or {}
+        refused = bool(meta.get("refused"))
+        return Answer(
+            question=question,
+            answer=str(response.response or REFUSAL),
+            refused=refused,
+            reason=meta.get("reason") if refused else None,
+            sources=[] if refused and not nodes else [node_to_source(n) for n in nodes],
+            mode=str(meta.get("mode", "extractive")),
+            timings={k: round(v, 2) for k, v in timings.items()},
+        )
 
     # ----- maintenance -------------------------------------------------------------------
     def doctor(self, repair: bool = True) -> dict[str, int]:

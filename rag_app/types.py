@@ -98,3 +98,18 @@ class ChunkInfo(BaseModel):
     suffix_chars: int = 0
     token_count: int = 0
     block_types: str = ""
+
+
+REFUSAL = "当前知识库中未找到足够依据。"
+
+
+class Answer(BaseModel):
+    """An answer with backend citations: marker ``[n]`` refers to ``sources[n-1]``."""
+
+    question: str
+    answer: str
+    refused: bool = False
+    reason: str | None = Field(None, description="Machine-readable refusal reason.")
+    sources: list[Source] = Field(default_factory=list)
+    mode: str = "extractive"
+    timings: dict[str, float] = Field(default_factory=dict)

@@ -26,6 +26,8 @@ Heading versus list item (the rule, in order):
    paragraph's last sentence is the list's *lead-in* (the list block starts there; earlier
    sentences stay a paragraph of their own). Later numbered lines of the same or a deeper scheme
    stay items of that list even when they are short and title-like ("1．中华人民共和国…条例").
+   Exception: a short title-like numbered line with body text directly under it (no blank
+   line, not another numbered line) titles that text: it is a heading even after a lead-in.
 2. Otherwise a short title-like numbered line (≤ 40 chars, no 。！？；, not ending in ，：、) is a
    heading ("一、保险责任", "（一）身故保险金", "1.1 合同构成").
 3. Otherwise it is a list item of a list without lead-in ("一、删除《解释》第一条第二项。").
@@ -70,6 +72,7 @@ _LEAD_IN_BOUNDARY_RE = re.compile(r"[。！？!?\n]")
 _CAPTION_PUNCT = frozenset("。！？；;!?")
 _MARKER_FIRST = frozenset("第（(一二三四五六七八九十百千零〇两0123456789０１２３４５６７８９")
 _DIVISIONS = frozenset({"part", "chapter", "section"})
+_WS_RE = re.compile(r"\s+")
 _CM_ITEM_LEVEL = 12  # bullets / CommonMark ordered items: deeper than every Chinese scheme
 _MAX_CAPTION_CHARS = 60
 
@@ -86,7 +89,8 @@ class Block:
             for blocks that open a 第X条 article (their label joins the heading path), else None.
         label: the heading-path label for such blocks ("第三章 责任免除", "第十二条").
         scheme: the scheme of a heading or labelled block (``"markdown"`` for ``#`` headings,
-            ``"article"`` for 第X条, else a name from the headings level table).
+            ``"article"`` for 第X条, ``"title"`` for a first line equal to the document title,
+            else a name from the headings level table).
         item_scheme: lists: the numbering scheme of the first item (``"bullet"``/``"ordered"``
             for CommonMark items).
         path: the heading path at this block, its own label included.
@@ -130,6 +134,7 @@ class _Entry:
     marker: Marker | None = None
     level: int = 0
     title_like: bool = False
+    titles_body: bool = False
     block: Block | None = None
 
 
@@ -249,24 +254,34 @@ class _Scanner:
                     i += 1
                     continue
                 marker = None
+            if marker is not None and marker.scheme != "article":
+                title_like = len(s) > marker.end and is_title_like(s)
+                j = i + 1
+                if not title_like:
+                    while j < n and lines[j].strip() and not self._interrupts(j):
+                        j += 1
+                entries.append(
+                    _Entry(
+                        "item",
+                        self._lstart(i),
+                        self._lend(j - 1),
+                        marker=marker,
+                        level=marker.level,
+                        title_like=title_like,
+                        # a short numbered title with body text right under it is a heading
+                        titles_body=title_like
+                        and j < n
+                        and bool(lines[j].strip())
+                        and not self._interrupts(j),
+                    )
+                )
+                i = j
+                continue
             j = i + 1
             while j < n and lines[j].strip() and not self._interrupts(j):
                 j += 1
             start, end = self._lstart(i), self._lend(j - 1)
-            if marker is not None and marker.scheme != "article":
-                title_like = j == i + 1 and len(s) > marker.end and is_title_like(s)
-                entries.append(
-                    _Entry(
-                        "item",
-                        start,
-                        end,
-                        marker=marker,
-                        level=marker.level,
-                        title_like=title_like,
-                    )
-                )
-            else:
-                entries.append(_Entry("para", start, end, marker=marker))
+            entries.append(_Entry("para", start, end, marker=marker))
             i = j
         return entries
 
@@ -398,6 +413,12 @@ def _group(text: str, entries: list[_Entry], markdown: bool) -> list[Block]:
     for e in entries:
         if e.kind == "item":
             assert e.marker is not None
+            if e.titles_body:
+                cur_list = None
+                blocks.append(
+                    Block("heading", e.start, e.end, label=e.marker.label, scheme=e.marker.scheme)
+                )
+                continue
             if cur_list is not None and e.level >= cur_level:
                 cur_list.items.append((e.start, e.end))
                 cur_list.end = e.end
@@ -491,7 +512,7 @@ def _assign_levels_and_paths(text: str, blocks: list[Block]) -> None:
             continue
         if b.scheme == "markdown":
             md_max = max(md_max, b.level or 0)
-        elif b.scheme is not None:
+        elif b.scheme is not None and b.scheme != "title":
             used.add(b.scheme)
     depth = md_max if md_max else 1
     rank = {s: depth + r for r, s in enumerate(sorted(used, key=SCHEME_LEVEL.__getitem__), 1)}
@@ -499,7 +520,7 @@ def _assign_levels_and_paths(text: str, blocks: list[Block]) -> None:
     for b in blocks:
         b.text = text[b.start : b.end]
         if b.label is not None:
-            if b.scheme != "markdown":
+            if b.scheme not in ("markdown", "title"):
                 assert b.scheme is not None
                 b.level = rank[b.scheme]
             assert b.level is not None
@@ -509,8 +530,25 @@ def _assign_levels_and_paths(text: str, blocks: list[Block]) -> None:
         b.path = tuple(label for _, label in stack)
 
 
-def parse_blocks(text: str, fmt: str = "markdown") -> list[Block]:
-    """Split ``text`` into blocks (see the module docstring). ``fmt``: ``markdown`` or ``text``."""
+def _mark_title_line(text: str, blocks: list[Block], title: str | None) -> None:
+    """A first paragraph that is just the document title becomes a level-1 heading."""
+    if not title or not blocks:
+        return
+    first = blocks[0]
+    if first.kind != "paragraph" or first.label is not None:
+        return
+    line = text[first.start : first.end]
+    if "\n" in line or "".join(line.split()) != "".join(title.split()):
+        return
+    first.kind, first.label, first.scheme, first.level = "heading", _WS_RE.sub(" ", line), "title", 1
+
+
+def parse_blocks(text: str, fmt: str = "markdown", title: str | None = None) -> list[Block]:
+    """Split ``text`` into blocks (see the module docstring). ``fmt``: ``markdown`` or ``text``.
+
+    With ``title``, a first paragraph consisting of exactly the title (whitespace aside) becomes a
+    level-1 heading, like a Markdown ``#`` title.
+    """
     if fmt not in ("markdown", "text"):
         raise ValueError(f"fmt must be 'markdown' or 'text', got {fmt!r}")
     markdown = fmt == "markdown"
@@ -520,5 +558,6 @@ def parse_blocks(text: str, fmt: str = "markdown") -> list[Block]:
             assert e.block is not None
             e.block.level = e.level
     blocks = _group(text, entries, markdown)
+    _mark_title_line(text, blocks, title)
     _assign_levels_and_paths(text, blocks)
     return blocks

@@ -7,7 +7,7 @@ the first piece is the source beginning (lead-in + first items), every later pie
 the lead-in plus that single item is over the budget: then the item is cut at sentence boundaries
 (。！？；, line breaks; then ，; then anywhere) and the pieces are flagged ``oversized``.
 
-A lead-in longer than a third of the budget is not repeated whole: its last clause (after the last
+A lead-in longer than half the budget is not repeated whole: its last clause (after the last
 "，") is repeated if that fits, else nothing is (the items keep their heading path).
 """
 
@@ -28,7 +28,7 @@ def lead_in_prefix(text: str, block: Block, chunk_size: int) -> str:
     if block.lead_in_span is None:
         return ""
     lead = text[block.lead_in_span[0] : block.lead_in_span[1]].strip()
-    limit = max(chunk_size // 3, 1)
+    limit = max(chunk_size // 2, 1)
     if count_tokens(lead) <= limit:
         return lead + "\n"
     cut = max(lead.rfind("，", 0, len(lead) - 1), lead.rfind(",", 0, len(lead) - 1))
@@ -77,6 +77,8 @@ class ListSplitter:
         for s, e in block.items:
             t = count_tokens(text[s:e])
             if cur_t + t <= limit:
+                if cur_items == 0 and pieces:
+                    cur_start = s
                 cur_end, cur_t, cur_items = e, cur_t + t, cur_items + 1
                 continue
             if cur_items == 0 and not pieces and not fresh:

@@ -2,11 +2,14 @@
 
 Rules (``chunk_document`` implements them; the node parser wraps it):
 
-* The document is parsed into blocks (:mod:`rag_app.chunking.blocks`). Every chunk carries the
-  heading path of its blocks (their common prefix), rooted at the document title when given (a
-  first heading equal to the title is not repeated).
+* The document is parsed into blocks (:mod:`rag_app.chunking.blocks`). Every chunk carries a
+  heading path rooted at the document title when given (a first heading equal to the title is not
+  repeated).
 * Sections: a heading (or 第X条 label) of level ≤ ``section_level`` starts a section; a chunk never
-  spans two sections and overlap never crosses one.
+  holds content of two sections and overlap never crosses one. A section with nothing but its
+  heading (a document title right before ``## 第一章``) is carried into the next section's first
+  chunk rather than becoming a heading-only chunk.
+* The heading path of a chunk is the common prefix of the paths of its non-heading blocks.
 * Inside a section, neighbouring blocks are merged greedily up to ``chunk_size`` tokens. A
   heading-led group (a heading or 第X条 and everything under it) that does not fit in what is left
   of the current chunk starts a new chunk when the group fits in one chunk, or when the current
@@ -106,7 +109,10 @@ class _Packer:
             group[j] = prefix_sum[n] - prefix_sum[j]
         for i, b in enumerate(blocks):
             if b.level is not None and b.level <= self.section_level:
-                self._flush(None)
+                # a section holding nothing but headings (a title right before a chapter
+                # heading) is carried into the next section instead of becoming a chunk
+                if not self._only_headings():
+                    self._flush(None)
                 self.prev_last = None
             self._place(b, tokens[i], group[i])
         self._flush(None)
@@ -240,8 +246,11 @@ class _Packer:
                     prefix = text[b:start]
         chunk_text = prefix + text[start:end] + suffix
         token_count = count_tokens(chunk_text)
-        path = units[0].path
-        for u in units[1:]:
+        # the path is the common prefix of the content's paths; headings in the chunk are the
+        # ancestors (or first lines) of the content after them, so they do not shorten it
+        content = [u for u in units if u.kind != "heading"] or units
+        path = content[0].path
+        for u in content[1:]:
             if u.path != path:
                 n = 0
                 for a, c in zip(path, u.path, strict=False):
@@ -283,7 +292,7 @@ def chunk_document(
         raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     if not text.strip():
         return []
-    blocks = parse_blocks(text, fmt)
+    blocks = parse_blocks(text, fmt, title)
     packer = _Packer(
         text,
         blocks,

@@ -83,6 +83,8 @@ class TableSplitter:
         for rs, re_ in block.rows:
             t = count_tokens(text[rs:re_])
             if cur_t + t <= limit:
+                if cur_rows == 0 and pieces:
+                    cur_start = rs
                 cur_end, cur_t, cur_rows = re_, cur_t + t, cur_rows + 1
                 continue
             if cur_rows == 0 and not pieces and not fresh:

@@ -108,6 +108,10 @@ FTS_DDL = (
     "tokenize = 'unicode61 remove_diacritics 0')"
 )
 
+FTS_VOCAB_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts_vocab USING fts5vocab(chunk_fts, 'row')"
+)
+
 
 def _fts_phrase(token: str) -> str:
     return '"' + token.replace('"', '""') + '"'
@@ -137,6 +141,7 @@ class Ledger:
         if self.is_sqlite:
             with self.engine.begin() as conn:
                 conn.execute(text(FTS_DDL))
+                conn.execute(text(FTS_VOCAB_DDL))
 
     def close(self) -> None:
         self.engine.dispose()
@@ -356,6 +361,17 @@ class Ledger:
         with self.engine.connect() as conn:
             return [ChunkInfo(**r) for r in conn.execute(stmt).mappings().all()]
 
+    def active_chunks_at(self, doc_id: str, indices: Iterable[int]) -> dict[int, ChunkInfo]:
+        """Active chunks of one document at the given chunk indices."""
+        wanted = sorted(set(indices))
+        if not wanted:
+            return {}
+        stmt = self._chunk_select().where(
+            and_(chunks.c.doc_id == doc_id, chunks.c.chunk_index.in_(wanted))
+        )
+        with self.engine.connect() as conn:
+            return {r["chunk_index"]: ChunkInfo(**r) for r in conn.execute(stmt).mappings().all()}
+
     def active_chunks_by_id(
         self, chunk_ids: Iterable[str], tenant: str | None = None
     ) -> dict[str, ChunkInfo]:
@@ -413,6 +429,20 @@ class Ledger:
         )
         with self.engine.connect() as conn:
             return [(r[0], float(r[1])) for r in conn.execute(sql, params).all()]
+
+    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """(term -> number of indexed chunks containing it, total indexed chunks)."""
+        if not self.is_sqlite or not terms:
+            return {}, 0
+        names = {f"t{i}": t for i, t in enumerate(dict.fromkeys(terms))}
+        sql = text(
+            "SELECT term, doc FROM chunk_fts_vocab WHERE term IN "
+            f"({', '.join(':' + n for n in names)})"
+        )
+        with self.engine.connect() as conn:
+            freqs = {r[0]: int(r[1]) for r in conn.execute(sql, names).all()}
+            total = int(conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one())
+        return freqs, total
 
     def keyword_count(self) -> int:
         if not self.is_sqlite:

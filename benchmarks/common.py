@@ -1,0 +1,89 @@
+"""Shared helpers for the benchmarks: locate the shared dev data, build (and cache) KBs.
+
+The development data lives in ``../shared/data`` next to the project (absent in a user's clone:
+benchmarks then exit cleanly with a message). Built knowledge bases are cached in
+``benchmarks/.cache/<dataset>-<config>/`` so that several benchmarks can reuse one ingestion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+
+from rag_app import KnowledgeBase  # noqa: E402
+from rag_app.eval.dataset import QAItem, load_qa  # noqa: E402
+
+SHARED = Path(os.environ.get("RAG_SHARED_DATA", ROOT.parent / "shared" / "data"))
+CACHE = ROOT / "benchmarks" / ".cache"
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def shared_dataset(name: str) -> Path | None:
+    path = SHARED / name
+    return path if (path / "docs").is_dir() and (path / "qa.jsonl").is_file() else None
+
+
+def require_shared(*names: str) -> dict[str, Path]:
+    found = {n: shared_dataset(n) for n in names}
+    missing = [n for n, p in found.items() if p is None]
+    if missing:
+        print(f"skipped: shared dev data not found for {', '.join(missing)} under {SHARED}")
+        sys.exit(0)
+    return {n: p for n, p in found.items() if p is not None}
+
+
+def kb_for(dataset: str, docs: Path, *, embed_model: Any = None, **settings: Any) -> KnowledgeBase:
+    """Open (building on first use) the cached KB of ``dataset`` under ``settings``."""
+    key = json.dumps(settings, sort_keys=True)
+    tag = "-".join(f"{k}{v}" for k, v in sorted(settings.items())) or "default"
+    path = CACHE / f"{dataset}-{hashlib.sha1(key.encode()).hexdigest()[:8]}-{tag}"[:120]
+    done = path / "INGESTED"
+    kb = KnowledgeBase.open(path, embed_model=embed_model, **settings)
+    if not done.exists():
+        t0 = time.perf_counter()
+        print(f"building KB {path.name} from {docs} …", flush=True)
+        report = kb.ingest([docs])
+        done.write_text(
+            json.dumps(
+                {
+                    "seconds": round(time.perf_counter() - t0, 1),
+                    "chunks": report.total_chunks,
+                    "failed": report.failed,
+                }
+            )
+        )
+        print(f"  {report.total_chunks} chunks in {time.perf_counter() - t0:.0f}s", flush=True)
+    return kb
+
+
+def load_questions(path: Path, limit: int | None = None) -> list[QAItem]:
+    return load_qa(path / "qa.jsonl", limit=limit)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+    }
+
+
+def write_result(name: str, data: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"{name}.json"
+    data = {"benchmark": name, "machine": machine(), **data}
+    out.write_text(json.dumps(data, ensure_ascii=False, indent=2))
+    return out

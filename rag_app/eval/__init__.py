@@ -1,0 +1,1 @@
+"""Evaluation: question sets, hit rules and metrics, runners and reports."""

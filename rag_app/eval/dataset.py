@@ -1,0 +1,37 @@
+"""Question files in the shared evaluation schema (one JSON object per line)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class QAItem(BaseModel):
+    id: str
+    question: str
+    answerable: bool = True
+    answers: list[str] = Field(default_factory=list)
+    answer_match: str = "any"  # any | all | reference
+    gold_docs: list[str] = Field(default_factory=list)
+    gold_spans: list[str] = Field(default_factory=list)
+    gold_rows: list[dict[str, Any]] = Field(default_factory=list)
+    gold_header: list[str] = Field(default_factory=list)
+    category: str = "default"
+
+
+def load_qa(path: str | Path, limit: int | None = None) -> list[QAItem]:
+    items: list[QAItem] = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                items.append(QAItem.model_validate(json.loads(line)))
+            except (json.JSONDecodeError, ValueError) as exc:
+                raise ValueError(f"{path}:{line_no}: not a valid question record ({exc})") from exc
+            if limit is not None and len(items) >= limit:
+                break
+    return items

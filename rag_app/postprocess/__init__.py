@@ -1,0 +1,1 @@
+"""Node postprocessors: rerank, evidence gate, neighbour expansion."""

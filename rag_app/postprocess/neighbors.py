@@ -1,0 +1,161 @@
+"""NeighborExpansion: add the next (and optionally previous) chunk of a hit's document.
+
+A hit is *cut* when it ends inside a table or a list that continues in the next chunk, or in the
+middle of a sentence. The following chunk is then fetched from the ledger (active version only);
+contiguous chunks of one document are merged into one evidence node (the repeated prefix of the
+later chunk, e.g. a table header, is dropped), duplicates are removed and the total context stays
+within a character budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from pydantic import Field, PrivateAttr
+
+from rag_app.store.ledger import Ledger
+from rag_app.types import ChunkInfo
+
+TERMINALS = tuple("。！？；.!?;”」）)】") + ("|", "```")
+
+
+def body_of(chunk: ChunkInfo) -> str:
+    return chunk.text[chunk.prefix_chars : len(chunk.text) - chunk.suffix_chars]
+
+
+def is_cut(chunk: ChunkInfo, following: ChunkInfo | None) -> bool:
+    """Does ``chunk`` end in the middle of something that ``following`` continues?"""
+    if following is None or following.title_path != chunk.title_path:
+        return False
+    kinds, next_kinds = set(chunk.block_types.split(",")), set(following.block_types.split(","))
+    if "table" in kinds and "table" in next_kinds and following.prefix_chars > 0:
+        return True
+    if "list" in kinds and "list" in next_kinds and following.prefix_chars > 0:
+        return True
+    return not body_of(chunk).rstrip().endswith(TERMINALS)
+
+
+def _chunk_from_node(node: TextNode) -> ChunkInfo:
+    m = node.metadata
+    return ChunkInfo(
+        chunk_id=node.node_id,
+        doc_id=m["doc_id"],
+        version=int(m["version"]),
+        chunk_index=int(m["chunk_index"]),
+        text=node.get_content(),
+        title_path=str(m.get("title_path", "")),
+        start_char=int(m["start_char"]),
+        end_char=int(m["end_char"]),
+        prefix_chars=int(m.get("prefix_chars", 0)),
+        suffix_chars=int(m.get("suffix_chars", 0)),
+        block_types=str(m.get("block_types", "")),
+    )
+
+
+def merge_run(run: Sequence[ChunkInfo]) -> tuple[str, int, int]:
+    """Text and span of contiguous chunks: the first whole, later ones without their prefix."""
+    first = run[0]
+    parts = [first.text[: len(first.text) - first.suffix_chars] if len(run) > 1 else first.text]
+    for i, chunk in enumerate(run[1:], start=1):
+        end = len(chunk.text) if i == len(run) - 1 else len(chunk.text) - chunk.suffix_chars
+        parts.append(chunk.text[chunk.prefix_chars : end])
+    return "\n".join(p.strip("\n") for p in parts), first.start_char, max(c.end_char for c in run)
+
+
+class NeighborExpansion(BaseNodePostprocessor):
+    """Expand cut hits with their neighbours, merge contiguous chunks, keep a context budget."""
+
+    mode: Literal["auto", "always", "never"] = Field("auto")
+    include_previous: bool = Field(False)
+    context_budget: int = Field(6000, gt=0, description="Max characters of merged evidence.")
+    _ledger: Ledger = PrivateAttr()
+
+    def __init__(self, ledger: Ledger, **data: Any) -> None:
+        super().__init__(**data)
+        self._ledger = ledger
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "NeighborExpansion"
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if not nodes:
+            return []
+        hits: dict[str, ChunkInfo] = {}
+        score_of: dict[str, float] = {}
+        meta_of: dict[str, dict[str, Any]] = {}
+        for n in nodes:  # deduplicate by chunk id, keep the best score
+            chunk = _chunk_from_node(n.node)  # type: ignore[arg-type]
+            if chunk.chunk_id not in hits or (n.score or 0) > score_of[chunk.chunk_id]:
+                hits[chunk.chunk_id] = chunk
+                score_of[chunk.chunk_id] = float(n.score or 0.0)
+                meta_of[chunk.chunk_id] = dict(n.node.metadata)
+        order = list(hits)  # evidence order = best hit first
+        by_doc: dict[str, dict[int, ChunkInfo]] = {}
+        for chunk in hits.values():
+            by_doc.setdefault(chunk.doc_id, {})[chunk.chunk_index] = chunk
+
+        used = sum(len(c.text) for c in hits.values())
+        if self.mode != "never":
+            for chunk_id in order:
+                chunk = hits[chunk_id]
+                have = by_doc[chunk.doc_id]
+                wanted = [chunk.chunk_index + 1]
+                if self.include_previous:
+                    wanted.append(chunk.chunk_index - 1)
+                wanted = [i for i in wanted if i >= 0 and i not in have]
+                if not wanted:
+                    continue
+                fetched = self._ledger.active_chunks_at(chunk.doc_id, wanted)
+                following = fetched.get(chunk.chunk_index + 1)
+                add = []
+                if following is not None and (self.mode == "always" or is_cut(chunk, following)):
+                    add.append(following)
+                previous = fetched.get(chunk.chunk_index - 1)
+                if previous is not None and self.include_previous:
+                    add.append(previous)
+                for extra in add:
+                    cost = len(extra.text) - extra.prefix_chars
+                    if used + cost > self.context_budget:
+                        continue
+                    used += cost
+                    have[extra.chunk_index] = extra
+
+        out: list[NodeWithScore] = []
+        emitted: set[str] = set()
+        for chunk_id in order:
+            if chunk_id in emitted:
+                continue
+            chunk = hits[chunk_id]
+            have = by_doc[chunk.doc_id]
+            lo = hi = chunk.chunk_index
+            while lo - 1 in have:
+                lo -= 1
+            while hi + 1 in have:
+                hi += 1
+            run = [have[i] for i in range(lo, hi + 1)]
+            emitted.update(c.chunk_id for c in run)
+            text, start, end = merge_run(run)
+            meta = dict(meta_of[chunk_id])
+            meta.update(
+                chunk_index=run[0].chunk_index,
+                chunk_ids=",".join(c.chunk_id for c in run),
+                start_char=start,
+                end_char=end,
+                prefix_chars=run[0].prefix_chars,
+                suffix_chars=run[-1].suffix_chars,
+                block_types=",".join(
+                    sorted({k for c in run for k in c.block_types.split(",") if k})
+                ),
+                expanded=len(run) > 1,
+            )
+            best = max(score_of.get(c.chunk_id, float("-inf")) for c in run)
+            out.append(
+                NodeWithScore(node=TextNode(id_=chunk_id, text=text, metadata=meta), score=best)
+            )
+        return out

@@ -1,0 +1,152 @@
+"""Rerankers (LlamaIndex node postprocessors).
+
+``LexicalReranker`` (default, no model): combines the fused retrieval rank with how much of the
+question the chunk covers: IDF-weighted query-term coverage of heading path + text, coverage of the
+heading path alone, the best single line (a table row, a list item) and exact 第X条 label matches
+in the heading path. ``CrossEncoderReranker``: a sentence-transformers cross-encoder from a local
+folder (``rerank_model = "hf:<path>"``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from pydantic import Field, PrivateAttr
+
+from rag_app.retrieval.tokenizer import label_tokens, query_tokens
+from rag_app.store.ledger import Ledger
+
+
+def idf_weights(tokens: Sequence[str], freqs: dict[str, int], total: int) -> dict[str, float]:
+    """BM25-style IDF per token (unknown tokens get the maximum)."""
+    n = max(total, 1)
+    return {t: math.log(1 + (n - freqs.get(t, 0) + 0.5) / (freqs.get(t, 0) + 0.5)) for t in tokens}
+
+
+def question_weights(ledger: Ledger | None, question: str) -> dict[str, float]:
+    """Query tokens with their IDF in the keyword index (1.0 each without a ledger)."""
+    tokens = list(query_tokens(question))
+    if ledger is None:
+        return dict.fromkeys(tokens, 1.0)
+    freqs, total = ledger.term_document_frequencies(tokens)
+    return idf_weights(tokens, freqs, total)
+
+
+def coverage(text: str, weights: dict[str, float]) -> float:
+    """IDF-weighted share of the query tokens that occur in ``text`` (lower-cased substring)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    body = text.lower()
+    return sum(w for t, w in weights.items() if t in body) / total
+
+
+def best_line_coverage(text: str, weights: dict[str, float]) -> float:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return max((coverage(ln, weights) for ln in lines), default=0.0)
+
+
+class LexicalReranker(BaseNodePostprocessor):
+    """Model-free reranker; every weight is a setting."""
+
+    top_n: int = Field(5, gt=0)
+    w_rank: float = Field(1.0, ge=0, description="Weight of 1/rank in the fused list.")
+    w_coverage: float = Field(1.0, ge=0)
+    w_heading: float = Field(0.5, ge=0)
+    w_line: float = Field(0.5, ge=0)
+    w_label: float = Field(
+        1.0, ge=0, description="Bonus when a 第X条 label of the question is in the heading path."
+    )
+    _ledger: Ledger | None = PrivateAttr(default=None)
+
+    def __init__(self, ledger: Ledger | None = None, **data: Any) -> None:
+        super().__init__(**data)
+        self._ledger = ledger
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "LexicalReranker"
+
+    def features(self, question: str, nodes: Sequence[NodeWithScore]) -> list[dict[str, float]]:
+        weights = question_weights(self._ledger, question)
+        labels = set(label_tokens(question))
+        out = []
+        for rank, node in enumerate(nodes, start=1):
+            path = str(node.node.metadata.get("title_path", ""))
+            text = node.node.get_content()
+            path_labels = set(label_tokens(path))
+            out.append(
+                {
+                    "rank": 1.0 / rank,
+                    "coverage": coverage(path + "\n" + text, weights),
+                    "heading": coverage(path, weights),
+                    "line": best_line_coverage(text, weights),
+                    "label": 1.0 if labels and labels & path_labels else 0.0,
+                }
+            )
+        return out
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if not nodes or query_bundle is None:
+            return nodes[: self.top_n]
+        feats = self.features(query_bundle.query_str, nodes)
+        scored = []
+        for node, f in zip(nodes, feats, strict=True):
+            score = (
+                self.w_rank * f["rank"]
+                + self.w_coverage * f["coverage"]
+                + self.w_heading * f["heading"]
+                + self.w_line * f["line"]
+                + self.w_label * f["label"]
+            )
+            node.node.metadata["retrieval_score"] = float(node.score or 0.0)
+            node.node.metadata["rerank_coverage"] = round(f["coverage"], 4)
+            scored.append(NodeWithScore(node=node.node, score=round(score, 6)))
+        scored.sort(key=lambda n: -(n.score or 0.0))
+        return scored[: self.top_n]
+
+
+class CrossEncoderReranker(BaseNodePostprocessor):
+    """A sentence-transformers cross-encoder loaded from a local folder."""
+
+    model_path: str
+    top_n: int = Field(5, gt=0)
+    _model: Any = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        from sentence_transformers import CrossEncoder
+
+        try:
+            self._model = CrossEncoder(self.model_path, device="cpu")
+        except Exception as exc:
+            raise RuntimeError(
+                f"could not load cross-encoder '{self.model_path}' ({exc}); set "
+                "RAG_RERANK_MODEL=hf:<local cross-encoder folder> or RAG_RERANK_MODEL=lexical"
+            ) from exc
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "CrossEncoderReranker"
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if not nodes or query_bundle is None:
+            return nodes[: self.top_n]
+        pairs = [(query_bundle.query_str, n.node.get_content()) for n in nodes]
+        scores = self._model.predict(pairs)
+        ranked = sorted(
+            (
+                NodeWithScore(node=n.node, score=float(s))
+                for n, s in zip(nodes, scores, strict=True)
+            ),
+            key=lambda n: -(n.score or 0.0),
+        )
+        return ranked[: self.top_n]

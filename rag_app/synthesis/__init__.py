@@ -1,0 +1,1 @@
+"""Answer synthesis with backend citations (extractive by default, LLM optional)."""
