@@ -28,9 +28,10 @@ install: $(STAMP)
 run: install
 	$(RAG) ingest data/knowledge --kb $(KB)
 	$(RAG) docs --kb $(KB)
-	$(RAG) retrieve "密码多久需要修改一次？" --kb $(KB) --top-k 3
-	$(RAG) retrieve "30岁男性选择20年交，每万元保额的年交保费是多少？" --kb $(KB) --top-k 3
-	$(RAG) retrieve "API 服务默认监听哪个端口？" --kb $(KB) --top-k 3
+	$(RAG) ask "密码多久需要修改一次？" --kb $(KB)
+	$(RAG) ask "30岁男性选择20年交，每万元保额的年交保费是多少？" --kb $(KB)
+	$(RAG) ask "星河知识库服务默认监听哪个端口？" --kb $(KB)
+	$(RAG) ask "信息安全管理制度规定的机房温度标准是多少？" --kb $(KB)
 
 lint: install
 	$(VENV)/bin/ruff check .

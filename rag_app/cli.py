@@ -29,7 +29,7 @@ for _var, _value in (
 
 app = typer.Typer(
     help="Chinese-first knowledge-base RAG engine: ingest documents, then retrieve with citations.\n\n"
-    "Example: rag ingest data/knowledge && rag retrieve '密码多久修改一次？'",
+    "Example: rag ingest data/knowledge && rag ask '密码多久修改一次？'",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -186,6 +186,52 @@ def retrieve(
             out.print(f"    [dim]{hit.title_path}[/dim]")
         snippet = " ".join(hit.text.split())
         out.print(f"    {snippet[:240]}{'…' if len(snippet) > 240 else ''}")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, e.g. '密码多久修改一次？'")],
+    kb: KbOpt = None,
+    tenant: TenantOpt = "default",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50)] = 5,
+    show_context: Annotated[
+        bool, typer.Option("--show-context", help="Print each cited chunk in full.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer from the knowledge base with numbered citations, or refuse.
+
+    Without RAG_LLM_BASE_URL the answer is extractive (sentences and table rows picked from
+    the evidence); with it, an OpenAI-compatible model writes the answer, and markers it
+    invents are removed. Sources always come from the retrieval backend.
+    """
+    base = _open(kb)
+    try:
+        answer = base.ask(question, tenant=tenant, top_k=top_k)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    finally:
+        base.close()
+    if as_json:
+        _emit_json(answer.model_dump())
+        return
+    out.print(f"[bold]Q:[/bold] {question}")
+    if answer.refused:
+        out.print(f"[bold yellow]{answer.answer}[/bold yellow] [dim](reason: {answer.reason})[/dim]")
+    else:
+        out.print(answer.answer)
+    if answer.sources:
+        out.print("\n[bold]Sources[/bold]")
+    for n, src in enumerate(answer.sources, start=1):
+        out.print(
+            f"[bold cyan][{n}][/bold cyan] {Path(src.source).name} · {src.title_path or '(no heading)'}"
+            f" · chunk {src.chunk_index} · chars {src.start_char}-{src.end_char} · score {src.score:.3f}"
+        )
+        if show_context:
+            out.print(f"[dim]{src.text}[/dim]\n")
+    timing = ", ".join(f"{k} {v:.0f}" for k, v in answer.timings.items())
+    out.print(f"[dim]{answer.mode}; {timing}[/dim]")
 
 
 @app.command()

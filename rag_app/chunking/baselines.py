@@ -144,6 +144,15 @@ class SentenceNodeParser(ChunkNodeParser):
             cursor = span[1]
         return sections
 
+    def _overlap_floor(self, section: str, start: int, end: int) -> int:
+        """The earliest offset the chunk after ``section[start:end]`` can start at."""
+        if self.chunk_overlap == 0:
+            return end
+        starts = [m.start() for m in _TOKEN_RE.finditer(section, start, end)]
+        if len(starts) <= self.chunk_overlap:
+            return start
+        return starts[len(starts) - self.chunk_overlap]
+
     def _chunk(self, text: str, fmt: str, title: str | None) -> list[Chunk]:
         _check_fmt(fmt)
         chunks: list[Chunk] = []
@@ -158,5 +167,7 @@ class SentenceNodeParser(ChunkNodeParser):
                 body = text[s:e]
                 tc = count_tokens(body)
                 chunks.append(Chunk(body, s, e, 0, 0, list(path), [], tc, tc > self.chunk_size))
-                cursor = span[0] + 1
+                # the next chunk starts after this one's start, and at most ``chunk_overlap``
+                # tokens before its end (SentenceSplitter's overlap): search from there
+                cursor = max(span[0] + 1, self._overlap_floor(section, span[0], span[1]))
         return chunks

@@ -540,7 +540,12 @@ def _mark_title_line(text: str, blocks: list[Block], title: str | None) -> None:
     line = text[first.start : first.end]
     if "\n" in line or "".join(line.split()) != "".join(title.split()):
         return
-    first.kind, first.label, first.scheme, first.level = "heading", _WS_RE.sub(" ", line), "title", 1
+    first.kind, first.label, first.scheme, first.level = (
+        "heading",
+        _WS_RE.sub(" ", line),
+        "title",
+        1,
+    )
 
 
 def parse_blocks(text: str, fmt: str = "markdown", title: str | None = None) -> list[Block]:

@@ -77,9 +77,7 @@ HEADING_SCHEMES: tuple[HeadingScheme, ...] = (
 SCHEME_LEVEL: dict[str, int] = {s.name: s.level for s in HEADING_SCHEMES}
 """Absolute level of every Chinese scheme (Markdown headings use their ``#`` count)."""
 
-ITEM_SCHEMES = frozenset(
-    {"cn_enum", "cn_paren", "num", "num2", "num3", "num_rparen", "num_paren"}
-)
+ITEM_SCHEMES = frozenset({"cn_enum", "cn_paren", "num", "num2", "num3", "num_rparen", "num_paren"})
 """Numbering schemes that can mark either a short heading or a list item."""
 
 _CN = "一二三四五六七八九十百千零〇两"
@@ -171,7 +169,7 @@ def _article_label(s: str, m: re.Match[str]) -> Marker | None:
             tm = _ARTICLE_TITLE_RE.match(body)
             if tm is not None:
                 title = tm.group(1)
-                if not (_ARTICLE_TITLE_STOP & set(title)) and tm.group(2) not in "《“\"（(":
+                if not (_ARTICLE_TITLE_STOP & set(title)) and tm.group(2) not in '《“"（(':
                     label = f"{label} {title}"
             elif is_title_like(body) and len(body) <= 12 and not (_ARTICLE_TITLE_STOP & set(body)):
                 label = f"{label} {_norm(body)}"
@@ -226,7 +224,9 @@ def match_marker(line: str) -> Marker | None:
             m = rx.match(s)
             if m is not None:
                 nxt = s[m.end() : m.end() + 1]
-                if nxt and (nxt in _DIGITS or nxt in _QUANTITY_CHARS or nxt.isascii() and nxt.isalnum()):
+                if nxt and (
+                    nxt in _DIGITS or nxt in _QUANTITY_CHARS or nxt.isascii() and nxt.isalnum()
+                ):
                     return None
                 return Marker(scheme, SCHEME_LEVEL[scheme], _norm(s), m.end())
         m = _NUM_RE.match(s)

@@ -145,11 +145,18 @@ class ChunkNodeParser(NodeParser):
     def _postprocess_parsed_nodes(
         self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]
     ) -> list[BaseNode]:
-        nodes = super()._postprocess_parsed_nodes(nodes, parent_doc_map)
+        # The base class would re-find every node's text in its document: quadratic on big
+        # documents, and wrong for chunks with a repeated prefix. The spans are already set, so
+        # do its document part here and let it merge the SOURCE metadata and link prev/next.
         for node in nodes:
-            if isinstance(node, TextNode) and "start_char" in node.metadata:
-                # the base class re-finds node text in the document: restore the honest span
-                node.start_char_idx = int(node.metadata["start_char"])
-                node.end_char_idx = int(node.metadata["end_char"])
+            parent = parent_doc_map.get(node.ref_doc_id or "")
+            if parent is None:
+                continue
+            if parent.source_node is not None:
+                node.relationships[NodeRelationship.SOURCE] = parent.source_node
+            if self.include_metadata:
+                node.metadata = {**parent.metadata, **node.metadata}
+        nodes = super()._postprocess_parsed_nodes(nodes, {})
+        for node in nodes:
             restrict_embed_metadata(node)
         return nodes

@@ -13,7 +13,9 @@ Rules (``chunk_document`` implements them; the node parser wraps it):
 * Inside a section, neighbouring blocks are merged greedily up to ``chunk_size`` tokens. A
   heading-led group (a heading or 第X条 and everything under it) that does not fit in what is left
   of the current chunk starts a new chunk when the group fits in one chunk, or when the current
-  chunk is at least half full; headings left at the end of a chunk move to the next one.
+  chunk is at least half full; headings left at the end of a chunk move to the next one. When a
+  heading and the paragraph, list or table under it do not fit together, that block is split so
+  its first piece follows the heading (no heading-only chunk), even if it would fit alone.
 * A block over the budget is split: paragraphs at sentence boundaries (。！？；\\n, then ，, then
   anywhere; equivalent to langchain's ``RecursiveCharacterTextSplitter`` with Chinese separators),
   tables by rows with caption + header + separator repeated (:mod:`.tables`), lists between items
@@ -29,8 +31,6 @@ Rules (``chunk_document`` implements them; the node parser wraps it):
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, model_validator
 
@@ -121,13 +121,23 @@ class _Packer:
     # -- placing blocks --------------------------------------------------------------------
     def _place(self, b: Block, t: int, g: int) -> None:
         size = self.size
-        if b.level is not None and self.acc and not self._only_headings():
-            if self.acc_t + g > self.acc_cap and (g <= size or 2 * self.acc_t >= self.acc_cap):
-                self._flush(t)
+        if (
+            b.level is not None
+            and self.acc
+            and not self._only_headings()
+            and self.acc_t + g > self.acc_cap
+            and (g <= size or 2 * self.acc_t >= self.acc_cap)
+        ):
+            # a heading-led group that does not fit starts a new chunk
+            self._flush(t)
         if self.acc and self.acc_t + t <= self.acc_cap:
             self._add(whole(b, t))
             return
         if t <= size:
+            if self.acc and self._only_headings() and b.kind in ("paragraph", "list", "table"):
+                # rather than emit a heading-only chunk, split the text under the heading
+                self._split_and_place(b, t)
+                return
             if self.acc:
                 self._flush(t)
             if self.acc and self.acc_t + t <= size:
@@ -140,16 +150,19 @@ class _Packer:
 
     def _split_and_place(self, b: Block, t: int) -> None:
         pieces: list[Piece] | None = None
-        if self.acc:
+        if self.acc and not self._only_headings():
             room = self.acc_cap - self.acc_t
-            if room >= self.size // 4:
+            if room >= self.size // 4:  # fill the current chunk with the first piece
                 pieces = self._split(b, room, fresh=False)
             if pieces is None:
-                self._flush(t)
-                if self.acc:  # carried headings
-                    pieces = self._split(b, self.size - self.acc_t, fresh=False)
-                    if pieces is None:
-                        self._flush(None)
+                self._flush(t)  # trailing headings are carried if small
+        if pieces is None and self.acc:  # only headings: the first piece goes under them
+            if self.acc_t <= self.size // 4:
+                # a paragraph may be cut at a comma to fit; a list item or table row may not
+                fresh = b.kind not in ("list", "table", "code")
+                pieces = self._split(b, self.size - self.acc_t, fresh=fresh)
+            if pieces is None:
+                self._flush(None)
         if pieces is None:
             pieces = self._split(b, self._fresh_budget(b), fresh=True)
         assert pieces
@@ -345,10 +358,3 @@ class StructureAwareNodeParser(ChunkNodeParser):
     def chunk(self, text: str, fmt: str = "markdown", title: str | None = None) -> list[Chunk]:
         """Chunk one text with this parser's settings (no LlamaIndex objects)."""
         return self._chunk(text, fmt, title)
-
-    def __repr_args__(self) -> Any:  # keep repr short: no callback manager / id func
-        return [
-            ("chunk_size", self.chunk_size),
-            ("chunk_overlap", self.chunk_overlap),
-            ("section_level", self.section_level),
-        ]

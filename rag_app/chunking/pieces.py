@@ -62,7 +62,8 @@ def split_paragraph(
     """Sentence-aligned pieces of an over-long paragraph (or heading) block.
 
     ``first_budget`` applies to the first piece, ``budget`` to the others. Returns ``None`` when
-    ``fresh`` is false and the first sentence-level atom does not fit ``first_budget``.
+    ``fresh`` is false and the first sentence-level atom does not fit ``first_budget`` (with
+    ``fresh``, that atom is cut further instead).
     """
     spans = split_spans(
         text,
@@ -71,11 +72,10 @@ def split_paragraph(
         budget,
         first_budget=first_budget,
         separators=CHINESE_SEPARATORS,
+        strict_first=not fresh,
     )
     if spans is None:
-        if not fresh:
-            return None
-        spans = split_spans(text, block.start, block.end, min(budget, first_budget)) or []
+        return None
     pieces = [Piece(block.kind, s, e, t, path=block.path) for s, e, t in spans]
     if pieces:
         pieces[0].opens_label = block.level is not None
@@ -112,7 +112,16 @@ def split_code(
 
     def close() -> None:
         pieces.append(
-            Piece("code", cur_start, cur_end, cur_t + fence_t, cur_prefix, suffix, cur_over, block.path)
+            Piece(
+                "code",
+                cur_start,
+                cur_end,
+                cur_t + fence_t,
+                cur_prefix,
+                suffix,
+                cur_over,
+                block.path,
+            )
         )
 
     pos = body_start
@@ -128,8 +137,8 @@ def split_code(
             return None
         if cur_lines:
             close()
-            cur_start, cur_end, cur_t, cur_prefix, cur_lines, cur_over = ls, ls, open_t, prefix, 0, False
-            limit = budget
+            cur_start, cur_end, cur_t, cur_prefix = ls, ls, open_t, prefix
+            cur_lines, cur_over, limit = 0, False, budget
             if cur_t + t + fence_t <= limit:
                 cur_end, cur_t, cur_lines = le, cur_t + t, 1
                 continue

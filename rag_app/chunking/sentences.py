@@ -36,6 +36,25 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _hard_cut(
+    text: str, start: int, end: int, budget: int, out: list[tuple[int, int, int]]
+) -> None:
+    """Cut anywhere into pieces of at most ``budget`` tokens, as long as possible.
+
+    A character adds at most one token, so a window of ``t`` tokens can grow by ``budget - t``
+    characters and stay within the budget (ASCII text grows well past ``budget`` characters).
+    """
+    s = start
+    while s < end:
+        e = min(s + budget, end)
+        t = count_tokens(text[s:e])
+        while e < end and t < budget:
+            e = min(e + budget - t, end)
+            t = count_tokens(text[s:e])
+        out.append((s, e, t))
+        s = e
+
+
 def _atoms(
     text: str,
     start: int,
@@ -50,10 +69,7 @@ def _atoms(
         return
     for k, sep in enumerate(seps):
         if sep == "":
-            step = max(budget, 1)  # every character counts at most 1 token
-            for s in range(start, end, step):
-                e = min(s + step, end)
-                out.append((s, e, count_tokens(text[s:e])))
+            _hard_cut(text, start, end, budget, out)
             return
         if text.find(sep, start, end) != -1:
             rest = seps[k + 1 :]
@@ -76,17 +92,27 @@ def split_spans(
     *,
     first_budget: int | None = None,
     separators: tuple[str, ...] = CHINESE_SEPARATORS,
+    strict_first: bool = False,
 ) -> list[tuple[int, int, int]] | None:
     """Split ``text[start:end]`` into ``(start, end, tokens)`` spans of at most ``budget`` tokens.
 
-    The first span gets ``first_budget`` (default ``budget``); ``None`` is returned when not even
-    the first atom fits into it. ``tokens`` is an upper bound of the span's token count. Spans are
+    The first span gets ``first_budget`` (default ``budget``). When the first sentence-level atom
+    does not fit into it, ``None`` is returned with ``strict_first``, else that atom is cut
+    further for the first span. ``tokens`` is an upper bound of the span's token count. Spans are
     trimmed of surrounding whitespace; whitespace-only stretches produce no span.
     """
     budget = max(budget, 1)
     atoms: list[tuple[int, int, int]] = []
     _atoms(text, start, end, budget, separators, atoms)
-    limit = budget if first_budget is None else first_budget
+    limit = budget if first_budget is None else max(first_budget, 1)
+    while atoms and not atoms[0][2] and not text[atoms[0][0] : atoms[0][1]].strip():
+        atoms.pop(0)
+    if atoms and atoms[0][2] > limit:
+        if strict_first:
+            return None
+        head: list[tuple[int, int, int]] = []
+        _atoms(text, atoms[0][0], atoms[0][1], limit, separators, head)
+        atoms[:1] = head
     spans: list[tuple[int, int, int]] = []
     cur_s = cur_e = -1
     cur_t = 0
@@ -94,8 +120,6 @@ def split_spans(
         if cur_s < 0:
             if t == 0 and not text[s:e].strip():
                 continue
-            if t > limit:
-                return None
             cur_s, cur_e, cur_t = s, e, t
         elif cur_t + t <= limit:
             cur_e = e

@@ -17,7 +17,7 @@ import re
 
 __all__ = ["count_tokens", "tokenize"]
 
-_ALNUM_RUN_RE = re.compile(r"[A-Za-z0-9]+")
+_ALNUM_GROUP_RE = re.compile(r"[A-Za-z0-9]{1,4}")
 _TOKEN_RE = re.compile(r"[A-Za-z0-9]{1,4}|\S")
 
 
@@ -26,18 +26,11 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     nonspace = sum(map(len, text.split()))
-    if not nonspace:
-        return 0
-    runs = _ALNUM_RUN_RE.findall(text)
-    if not runs:
+    # greedy 4-character groups of ASCII letters/digits: ceil(len(run) / 4) per run
+    groups = _ALNUM_GROUP_RE.findall(text)
+    if not groups:
         return nonspace
-    run_chars = 0
-    run_tokens = 0
-    for run in runs:
-        n = len(run)
-        run_chars += n
-        run_tokens += (n + 3) >> 2
-    return nonspace - run_chars + run_tokens
+    return nonspace - sum(map(len, groups)) + len(groups)
 
 
 def tokenize(text: str) -> list[str]:

@@ -133,10 +133,11 @@ class NeighborExpansion(BaseNodePostprocessor):
                 continue
             chunk = hits[chunk_id]
             have = by_doc[chunk.doc_id]
+            # contiguous chunks of the same section merge; a heading change starts a new node
             lo = hi = chunk.chunk_index
-            while lo - 1 in have:
+            while lo - 1 in have and have[lo - 1].title_path == chunk.title_path:
                 lo -= 1
-            while hi + 1 in have:
+            while hi + 1 in have and have[hi + 1].title_path == chunk.title_path:
                 hi += 1
             run = [have[i] for i in range(lo, hi + 1)]
             emitted.update(c.chunk_id for c in run)
@@ -155,7 +156,7 @@ class NeighborExpansion(BaseNodePostprocessor):
                 expanded=len(run) > 1,
             )
             best = max(score_of.get(c.chunk_id, float("-inf")) for c in run)
-            out.append(
-                NodeWithScore(node=TextNode(id_=chunk_id, text=text, metadata=meta), score=best)
-            )
+            meta["chunk_id"] = run[0].chunk_id
+            node = TextNode(id_=run[0].chunk_id, text=text, metadata=meta)
+            out.append(NodeWithScore(node=node, score=best))
         return out

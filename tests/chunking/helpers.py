@@ -33,7 +33,9 @@ def check_chunks(text: str, chunks: Sequence[Chunk], chunk_size: int) -> None:
             assert c.token_count <= chunk_size, (c.token_count, c.text[:80])
         assert c.text.strip(), "empty chunk"
     missing = uncovered(text, [(c.start_char, c.end_char) for c in chunks])
-    assert not missing, f"uncovered characters at {missing[:5]}: {text[missing[0] : missing[0] + 20]!r}"
+    assert not missing, (
+        f"uncovered characters at {missing[:5]}: {text[missing[0] : missing[0] + 20]!r}"
+    )
 
 
 def fences_balanced(chunk_text: str) -> bool:

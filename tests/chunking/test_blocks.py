@@ -48,7 +48,9 @@ class TestMarkdownCode:
         assert labels == ["检索服务 API 文档", "快速开始", "参数说明"]
 
     def test_tilde_fence_longer_closing_fence_and_unclosed_fence(self) -> None:
-        text = "说明：\n\n~~~~sh\n# 注释\n~~~\n还在代码里\n~~~~~\n\n正文\n\n```\n# 未关闭\n## 仍是代码"
+        text = (
+            "说明：\n\n~~~~sh\n# 注释\n~~~\n还在代码里\n~~~~~\n\n正文\n\n```\n# 未关闭\n## 仍是代码"
+        )
         blocks = parse_blocks(text, "markdown")
         assert kinds(blocks) == ["paragraph", "code", "paragraph", "code"]
         assert blocks[1].text.endswith("还在代码里\n~~~~~")
@@ -94,7 +96,9 @@ class TestMarkdownTables:
 
 class TestLists:
     def test_lead_in_is_the_last_sentence_of_the_paragraph(self) -> None:
-        text = "本合同另有约定。因下列情形之一导致的，我们不承担责任：\n\n- 故意犯罪；\n- 醉酒驾驶。\n"
+        text = (
+            "本合同另有约定。因下列情形之一导致的，我们不承担责任：\n\n- 故意犯罪；\n- 醉酒驾驶。\n"
+        )
         blocks = parse_blocks(text, "markdown")
         assert kinds(blocks) == ["paragraph", "list"]
         assert blocks[0].text == "本合同另有约定。"

@@ -177,9 +177,11 @@ class TestApiDoc:
 
 
 class TestOverlap:
-    TEXT = "## 第一章 总则\n\n" + "".join(
-        f"第{i}句话说明保险责任的第{i}项内容。" for i in range(1, 30)
-    ) + "\n\n## 第二章 附则\n\n本条款自发布之日起施行。\n"
+    TEXT = (
+        "## 第一章 总则\n\n"
+        + "".join(f"第{i}句话说明保险责任的第{i}项内容。" for i in range(1, 30))
+        + "\n\n## 第二章 附则\n\n本条款自发布之日起施行。\n"
+    )
 
     def test_overlap_is_whole_sentences_from_just_before(self) -> None:
         chunks = chunk_document(self.TEXT, "markdown", chunk_size=60, chunk_overlap=25)
@@ -203,7 +205,9 @@ class TestOverlap:
 
 class TestValidation:
     def test_overlap_must_be_smaller_than_size(self) -> None:
-        with pytest.raises(ValueError, match=r"chunk_overlap \(64\) must be smaller than chunk_size \(64\)"):
+        with pytest.raises(
+            ValueError, match=r"chunk_overlap \(64\) must be smaller than chunk_size \(64\)"
+        ):
             StructureAwareNodeParser(chunk_size=64, chunk_overlap=64)
         with pytest.raises(ValueError, match="must be smaller than chunk_size"):
             chunk_document("正文", "text", chunk_size=10, chunk_overlap=20)
@@ -235,7 +239,12 @@ def _documents() -> list[Document]:
     return [
         Document(
             text=INSURANCE_CLAUSE,
-            metadata={"doc_id": "clause-1", "fmt": "markdown", "title": CLAUSE_TITLE, "tenant": "acme"},
+            metadata={
+                "doc_id": "clause-1",
+                "fmt": "markdown",
+                "title": CLAUSE_TITLE,
+                "tenant": "acme",
+            },
         ),
         Document(
             text=REGULATION_TEXT,
@@ -294,7 +303,9 @@ class TestNodes:
                 assert key not in embed.split("\n", 1)[0]
 
     def test_empty_path_embeds_just_the_text(self) -> None:
-        doc = Document(text="没有标题的一段正文。", metadata={"doc_id": "x", "fmt": "text", "title": ""})
+        doc = Document(
+            text="没有标题的一段正文。", metadata={"doc_id": "x", "fmt": "text", "title": ""}
+        )
         (node,) = StructureAwareNodeParser().get_nodes_from_documents([doc])
         assert node.metadata["title_path"] == ""
         assert node.get_content(metadata_mode=MetadataMode.EMBED) == "没有标题的一段正文。"
@@ -311,7 +322,9 @@ class TestNodes:
     def test_later_metadata_keys_can_be_excluded_again(self) -> None:
         from rag_app.chunking import restrict_embed_metadata
 
-        doc = Document(text="# 标题\n\n正文。", metadata={"doc_id": "x", "fmt": "markdown", "title": ""})
+        doc = Document(
+            text="# 标题\n\n正文。", metadata={"doc_id": "x", "fmt": "markdown", "title": ""}
+        )
         (node,) = StructureAwareNodeParser().get_nodes_from_documents([doc])
         node.metadata["version"] = 3
         restrict_embed_metadata(node)
@@ -333,3 +346,33 @@ class TestPipelineIntegration:
         pipeline = IngestionPipeline(transformations=[StructureAwareNodeParser(chunk_size=256)])
         nodes = pipeline.run(documents=_documents())
         assert nodes and all("title_path" in n.metadata for n in nodes)
+
+
+def test_node_spans_are_not_re_found_in_the_document() -> None:
+    """The base class would re-find node text: an overlap prefix would move the start back."""
+    doc = Document(text=TestOverlap.TEXT, metadata={"doc_id": "o", "fmt": "markdown", "title": ""})
+    nodes = StructureAwareNodeParser(chunk_size=60, chunk_overlap=25).get_nodes_from_documents(
+        [doc]
+    )
+    with_prefix = [n for n in nodes if n.metadata["prefix_chars"]]
+    assert with_prefix
+    for n in with_prefix:
+        assert isinstance(n, TextNode)
+        assert n.start_char_idx == n.metadata["start_char"]
+        assert doc.text.find(n.text) == n.metadata["start_char"] - n.metadata["prefix_chars"]
+
+
+def test_public_api() -> None:
+    import rag_app.chunking as chunking
+
+    assert {
+        "StructureAwareNodeParser",
+        "FixedSizeNodeParser",
+        "SentenceNodeParser",
+        "chunk_document",
+        "Chunk",
+        "count_tokens",
+        "build_node_parser",
+    } <= set(chunking.__all__)
+    for name in chunking.__all__:
+        assert hasattr(chunking, name)

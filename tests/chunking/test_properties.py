@@ -125,15 +125,15 @@ def markdown_doc(rnd: random.Random) -> Doc:
             doc.add("\n")
             doc.tables.append(table)
         elif kind == "list":
-            lead = rnd.choice(["有下列情形之一的，", "具体规定如下，", ""]) + words(rnd, 1, 4) + "："
+            lead = (
+                rnd.choice(["有下列情形之一的，", "具体规定如下，", ""]) + words(rnd, 1, 4) + "："
+            )
             info = ListInfo(lead, doc.add(lead + "\n\n"))
             style = rnd.choice(["cn", "bullet", "num"])
             joiner = rnd.choice(["\n", "\n\n"])
             for k in range(1, rnd.choice([1, 3, 8, 20]) + 1):
                 marker = {"cn": f"（{cn_number(k)}）", "bullet": "- ", "num": f"{k}. "}[style]
-                body = "".join(
-                    sentence(rnd, end="；") for _ in range(rnd.choice([1, 1, 2, 12]))
-                )
+                body = "".join(sentence(rnd, end="；") for _ in range(rnd.choice([1, 1, 2, 12])))
                 start = doc.add(marker + body + joiner)
                 info.items.append((start, start + len(marker + body)))
             doc.add("\n")
@@ -190,10 +190,12 @@ def text_doc(rnd: random.Random) -> Doc:
     return doc
 
 
+# documents come from a seeded generator: cheap to draw, reproducible from the seed
+SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 SIZES = st.sampled_from([48, 64, 100, 160, 256, 512])
 OVERLAPS = st.sampled_from([0, 8, 16, 32])
 PROPERTY_SETTINGS = settings(
-    max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -227,7 +229,9 @@ def check_structure(doc: Doc, chunks: list[Chunk], size: int) -> None:
         begin = content_start(text, c)
         assert not any(begin < h < c.end_char for h in doc.top_headings), c.text[:80]
         if c.prefix_chars and c.prefix == text[c.start_char - c.prefix_chars : c.start_char]:
-            assert not any(c.start_char - c.prefix_chars <= h < c.start_char for h in doc.top_headings)
+            assert not any(
+                c.start_char - c.prefix_chars <= h < c.start_char for h in doc.top_headings
+            )
     for t in doc.tables:
         head = (t.caption + "\n" if t.caption else "") + t.header + "\n" + t.separator + "\n"
         for c in chunks:
@@ -259,17 +263,17 @@ def check_structure(doc: Doc, chunks: list[Chunk], size: int) -> None:
 
 
 @PROPERTY_SETTINGS
-@given(st.randoms(use_true_random=False), SIZES, OVERLAPS)
-def test_markdown_properties(rnd: random.Random, size: int, overlap: int) -> None:
-    doc = markdown_doc(rnd)
+@given(SEEDS, SIZES, OVERLAPS)
+def test_markdown_properties(seed: int, size: int, overlap: int) -> None:
+    doc = markdown_doc(random.Random(seed))
     chunks = chunk_document(doc.text, "markdown", chunk_size=size, chunk_overlap=overlap)
     check_structure(doc, chunks, size)
 
 
 @PROPERTY_SETTINGS
-@given(st.randoms(use_true_random=False), SIZES, OVERLAPS)
-def test_plain_text_properties(rnd: random.Random, size: int, overlap: int) -> None:
-    doc = text_doc(rnd)
+@given(SEEDS, SIZES, OVERLAPS)
+def test_plain_text_properties(seed: int, size: int, overlap: int) -> None:
+    doc = text_doc(random.Random(seed))
     chunks = chunk_document(
         doc.text, "text", title="某市管理办法", chunk_size=size, chunk_overlap=overlap
     )
