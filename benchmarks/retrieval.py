@@ -88,7 +88,9 @@ def llamaindex_baseline(name: str, docs: Path, embed_model: Any) -> Any:
         return load_index_from_storage(ctx, embed_model=embed_model)
     print(f"building plain LlamaIndex baseline for {name} …", flush=True)
     t0 = time.perf_counter()
-    documents = SimpleDirectoryReader(str(docs), recursive=True, required_exts=[".md", ".txt"]).load_data()
+    documents = SimpleDirectoryReader(
+        str(docs), recursive=True, required_exts=[".md", ".txt"]
+    ).load_data()
     index = VectorStoreIndex.from_documents(
         documents,
         embed_model=embed_model,
@@ -132,7 +134,9 @@ def evaluate(items: list[QAItem], search: Any) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--datasets", nargs="+", default=["laws_zh", "retqa_tables_zh"])
     parser.add_argument("--limit", type=int, default=300, help="questions per set (0 = all)")
     parser.add_argument(
@@ -186,7 +190,10 @@ def main() -> None:
                         from llama_index.core.schema import QueryBundle
 
                         b = QueryBundle(q)
-                        return [n.node.get_content() for n in rr.postprocess_nodes(r.retrieve(b), query_bundle=b)]
+                        return [
+                            n.node.get_content()
+                            for n in rr.postprocess_nodes(r.retrieve(b), query_bundle=b)
+                        ]
 
                 else:
                     ret = kb.retriever(top_k=K, mode=mode)
@@ -199,7 +206,10 @@ def main() -> None:
             metrics["_seconds"] = round(time.perf_counter() - t0, 1)
             results["datasets"][name]["configs"][config] = metrics
             a = metrics["ALL"]
-            print(f"{name:16} {config:18} R@5 {a['recall@5']:.3f} MRR {a['mrr@5']:.3f} chars {a['avg_chars_top5']:.0f} p95 {a['p95_ms']:.0f}ms", flush=True)
+            print(
+                f"{name:16} {config:18} R@5 {a['recall@5']:.3f} MRR {a['mrr@5']:.3f} chars {a['avg_chars_top5']:.0f} p95 {a['p95_ms']:.0f}ms",
+                flush=True,
+            )
     out = write_result(args.name, results)
     print(markdown(results))
     print(f"wrote {out}")
@@ -208,15 +218,22 @@ def main() -> None:
 def markdown(results: dict[str, Any]) -> str:
     lines = []
     for name, ds in results["datasets"].items():
-        cats = sorted({c for m in ds["configs"].values() for c in m if not c.startswith("_")} - {"ALL"}) + ["ALL"]
+        cats = sorted(
+            {c for m in ds["configs"].values() for c in m if not c.startswith("_")} - {"ALL"}
+        ) + ["ALL"]
         lines.append(f"\n**{name}** ({ds['questions']} questions, dev split; Recall@5 / MRR@5)\n")
-        lines.append("| config | chunks | " + " | ".join(cats) + " | avg chars top5 | header rate | p95 ms |")
+        lines.append(
+            "| config | chunks | " + " | ".join(cats) + " | avg chars top5 | header rate | p95 ms |"
+        )
         lines.append("|---" * (len(cats) + 5) + "|")
         for config, m in ds["configs"].items():
-            cells = [f"{m[c]['recall@5']:.3f} / {m[c]['mrr@5']:.3f}" if c in m else "" for c in cats]
+            cells = [
+                f"{m[c]['recall@5']:.3f} / {m[c]['mrr@5']:.3f}" if c in m else "" for c in cats
+            ]
             hr = m["ALL"]["full_header_rate"]
             lines.append(
-                f"| {config} | {m['_chunks']} | " + " | ".join(cells)
+                f"| {config} | {m['_chunks']} | "
+                + " | ".join(cells)
                 + f" | {m['ALL']['avg_chars_top5']:.0f} | {'' if hr is None else f'{hr:.2f}'} | {m['ALL']['p95_ms']:.0f} |"
             )
     return "\n".join(lines)

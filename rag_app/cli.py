@@ -218,7 +218,9 @@ def ask(
         return
     out.print(f"[bold]Q:[/bold] {question}")
     if answer.refused:
-        out.print(f"[bold yellow]{answer.answer}[/bold yellow] [dim](reason: {answer.reason})[/dim]")
+        out.print(
+            f"[bold yellow]{answer.answer}[/bold yellow] [dim](reason: {answer.reason})[/dim]"
+        )
     else:
         out.print(answer.answer)
     if answer.sources:

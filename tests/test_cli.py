@@ -96,7 +96,9 @@ def test_ask_prints_answer_with_numbered_sources_and_json(kb_dir, tmp_path):
     human = run("ask", "报销申请须在出差结束后多少日内提交？", "--kb", str(kb_dir))
     assert human.exit_code == 0, human.output
     assert "三十日" in human.stdout and "[1] expense.md" in human.stdout
-    data = json.loads(run("ask", "报销申请须在出差结束后多少日内提交？", "--kb", str(kb_dir), "--json").stdout)
+    data = json.loads(
+        run("ask", "报销申请须在出差结束后多少日内提交？", "--kb", str(kb_dir), "--json").stdout
+    )
     assert data["refused"] is False and data["sources"][0]["source"].endswith("expense.md")
     refused = json.loads(run("ask", "公司年会在哪里举办？", "--kb", str(kb_dir), "--json").stdout)
     assert refused["refused"] is True and refused["reason"] and refused["sources"] == []

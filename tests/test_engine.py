@@ -116,7 +116,9 @@ class TestKeywordIndex:
 
 
 class TestNeighbors:
-    def test_a_hit_on_a_cut_table_brings_the_next_piece_with_one_header(self, tmp_path, embed_model):
+    def test_a_hit_on_a_cut_table_brings_the_next_piece_with_one_header(
+        self, tmp_path, embed_model
+    ):
         path = tmp_path / "rates.md"
         path.write_text(long_table(), encoding="utf-8")
         with KnowledgeBase.open(
@@ -196,7 +198,9 @@ class _StubOpenAI(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server API
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        type(self).requests.append(
+            {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+        )
         payload = {
             "id": "chatcmpl-stub",
             "object": "chat.completion",
@@ -237,7 +241,10 @@ class TestLLMMode:
         path = tmp_path / "statute.md"
         path.write_text(statute(), encoding="utf-8")
         kb = KnowledgeBase.open(
-            tmp_path / "kb", embed_model=embed_model, llm_base_url=url, llm_model="stub-model",
+            tmp_path / "kb",
+            embed_model=embed_model,
+            llm_base_url=url,
+            llm_model="stub-model",
             llm_api_key="sk-test",
         )
         kb.ingest([path])

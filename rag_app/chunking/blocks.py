@@ -220,12 +220,9 @@ class _Scanner:
             if c == "#":
                 h = match_markdown_heading(line)
                 if h is not None:
-                    entries.append(
-                        _Entry("heading", self._lstart(i), self._lend(i), level=h[0], marker=None)
-                    )
-                    entries[-1].block = Block(
-                        "heading", entries[-1].start, entries[-1].end, label=h[1], scheme="markdown"
-                    )
+                    start, end = self._lstart(i), self._lend(i)
+                    block = Block("heading", start, end, level=h[0], label=h[1], scheme="markdown")
+                    entries.append(_Entry("heading", start, end, block=block))
                     i += 1
                     continue
             if "|" in s and self._is_table_start(i):
@@ -288,7 +285,12 @@ class _Scanner:
     def _scan_code(self, i: int, m: re.Match[str], entries: list[_Entry]) -> int:
         fence = m.group(2)
         close = self._find_fence_close(i + 1, fence)
-        end_line = close if close is not None else len(self.lines) - 1
+        if close is not None:
+            end_line = close
+        else:  # unclosed: the code runs to the last non-blank line of the document
+            end_line = len(self.lines) - 1
+            while end_line > i and not self.lines[end_line].strip():
+                end_line -= 1
         block = Block(
             "code",
             self._lstart(i),
@@ -558,10 +560,6 @@ def parse_blocks(text: str, fmt: str = "markdown", title: str | None = None) -> 
         raise ValueError(f"fmt must be 'markdown' or 'text', got {fmt!r}")
     markdown = fmt == "markdown"
     entries = _Scanner(text, markdown).scan()
-    for e in entries:
-        if e.kind == "heading":
-            assert e.block is not None
-            e.block.level = e.level
     blocks = _group(text, entries, markdown)
     _mark_title_line(text, blocks, title)
     _assign_levels_and_paths(text, blocks)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 class QAItem(BaseModel):
@@ -20,6 +21,19 @@ class QAItem(BaseModel):
     gold_rows: list[dict[str, Any]] = Field(default_factory=list)
     gold_header: list[str] = Field(default_factory=list)
     category: str = "default"
+
+    @field_validator("answers", mode="before")
+    @classmethod
+    def _clean_answers(cls, value: Any) -> list[str]:
+        """Drop null/NaN answers (real data has them) and stringify numbers."""
+        if value is None:
+            return []
+        out = []
+        for item in value if isinstance(value, list) else [value]:
+            if item is None or (isinstance(item, float) and math.isnan(item)):
+                continue
+            out.append(str(item))
+        return out
 
 
 def load_qa(path: str | Path, limit: int | None = None) -> list[QAItem]:

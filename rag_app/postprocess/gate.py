@@ -39,8 +39,9 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import Field, PrivateAttr
 
 from rag_app.postprocess.rerank import idf_weights
-from rag_app.retrieval.tokenizer import STOPWORDS, _jieba, label_tokens, query_tokens
+from rag_app.retrieval.tokenizer import STOPWORDS, _jieba, label_tokens, query_tokens, tokenize
 from rag_app.store.ledger import Ledger
+from rag_app.types import ChunkInfo
 
 # ----- question words ------------------------------------------------------------------------
 # Longest first; each group maps to the answer type it asks for.
@@ -84,6 +85,7 @@ _EN_YESNO = re.compile(r"^(?:is|are|was|were|do|does|did|can|could|should|will|w
 GENERIC = frozenset(
     """
     时间 日期 时候 时刻 年份 月份 期限 多久 金额 数额 数量 数目 数值 总额 多少 比例 比率 意思 含义 意义 定义
+    次数 总数 人数 个数 状况 情形 详情 记录 表现 水平 程度
     情况 内容 信息 资料 方面 方式 方法 办法 做法 步骤 流程 名称 名字 类型 种类 结果 原因 理由 问题 事情 东西
     地方 地点 位置 人 人员 钱 费用 价格 哪些 分别 各自 具体 主要 相关 一下 什么 哪 谁 几 多 更 最 比 较 高 低 早 晚 长 短
     大 小 快 慢 多 少 强 弱 好 差 差异 区别 不同 相同 一样 比较 对比 如何 怎样 影响 作用 特点 要求 规定 标准
@@ -91,15 +93,19 @@ GENERIC = frozenset(
     who whom whose when where why how many much long old often far big large high kind type name
     """.split()
 )
-_COMPARATIVE = re.compile(r"(?:更|较|最|比较)[\u4e00-\u9fff]{0,3}$|(?:er|est)$")
+_GENERIC_AFFIXES = sorted(
+    (w for w in GENERIC if len(w) >= 2 and re.fullmatch(r"[\u4e00-\u9fff]+", w)), key=len, reverse=True
+)
+_COMPARATIVE = re.compile(r"^(?:更|较|最|比较)[\u4e00-\u9fff]{0,2}$")
 
 # ----- entities --------------------------------------------------------------------------------
-_NOT_NAME = "的把在是了和与及或、，,。；;：:想要去到从向对给让被将我你他她它这那该本其各每某哪什么吗呢就都也还又有为以于比较根据按照依据关于如果"
+_NOT_NAME = "个的把在是了和与及或、，,。；;：:想要去到从向对给让被将我你他她它这那该本其各每某哪什么吗呢就都也还又有为以于"
 _ORG_SUFFIX = (
     "股份有限公司|有限责任公司|有限公司|集团公司|集团|公司|医院|保健院|卫生院|法院|检察院|银行|大学|学院|学校|"
-    "委员会|研究院|研究所|事务所|协会|基金会|中心|工作室|商店|酒店|超市|工厂|厂|局|厅"
+    "委员会|研究院|研究所|事务所|协会|基金会|看守所|监狱|派出所|中心|工作室|商店|酒店|超市|工厂|厂|局|厅"
 )
 _ORG = re.compile(rf"(?:[^\s{_NOT_NAME}]){{2,24}}?(?:{_ORG_SUFFIX})")
+_ORG_MORE = re.compile(rf"(?:[^\s{_NOT_NAME}]){{0,4}}?(?:{_ORG_SUFFIX})")
 _ORG_CORE = re.compile(rf"(?:{_ORG_SUFFIX})$")
 _PERSON = re.compile(r"(?<![的是在有对与及等为某一个])([\u4e00-\u9fff]某某?)(?![个些种天日年位项次人])")
 _TITLE = re.compile(r"[《“\"「『]([^》”\"」』]{2,40})[》”\"」』]")
@@ -108,9 +114,13 @@ _EN_NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b([A-Z][a-zA-Z0-9]+(?:\s+[A-Z][a-zA-Z
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})\s*年")
 _SCOPE = re.compile(
     r"^(?:根据|按照|依据|参照|依照|在|从)(?P<scope>[^，,。？?]{2,60}?)"
-    r"(?:的)?(?:判决书|裁定书|病历|住院病历|报告|年报|文件|条款|制度|规定|规范|办法|指南|手册|文档|合同|说明书|记录)"
+    r"(?:的)?(?P<doctype>判决书|裁定书|起诉书|住院病历|病历|报告|年报|文件|条款|制度|规定|规范|办法|指南|手册|文档|合同|说明书|记录)"
     r"(?:中|里|上|内)?(?:[，,：:]|\s+)"
 )
+# document kinds specific enough to check literally (a 制度 may be titled 办法; a 判决书 is a 判决书)
+_CHECKED_DOC_TYPES = {
+    "判决书": "判决书", "裁定书": "裁定书", "起诉书": "起诉书", "病历": "病历", "住院病历": "病历"
+}  # fmt: skip
 _SCOPE_IN = re.compile(r"^(?P<scope>[^，,。？?\s]{2,30})(?:中|里)[，,]")
 
 # ----- answer types ------------------------------------------------------------------------------
@@ -172,6 +182,9 @@ def _words(text: str) -> list[str]:
     return out
 
 
+_MAIN = ("person", "org", "title", "name")
+
+
 @dataclass
 class Entity:
     text: str
@@ -206,10 +219,11 @@ class QuestionAnalysis:
     entities: list[Entity] = field(default_factory=list)
     subquestions: list[SubQuestion] = field(default_factory=list)
     compare: bool = False
+    doc_type: str = ""  # "根据…的判决书" → 判决书: the evidence must come from such a document
 
     @property
     def main_entities(self) -> list[Entity]:
-        return [e for e in self.entities if not e.scope and e.kind in ("person", "org", "title", "name")]
+        return [e for e in self.entities if not e.scope and e.kind in _MAIN]
 
     @property
     def attribute_terms(self) -> list[str]:
@@ -226,15 +240,35 @@ def _strip_entities(text: str, entities: Sequence[Entity]) -> str:
     return text
 
 
+def _core(word: str) -> str:
+    """A compound without its generic affixes: 营业时间 → 营业, 主要症状 → 症状."""
+    for _ in range(2):
+        for g in _GENERIC_AFFIXES:
+            if len(word) - len(g) >= 2 and word.endswith(g):
+                word = word[: -len(g)]
+            elif len(word) - len(g) >= 2 and word.startswith(g):
+                word = word[len(g) :]
+    return word
+
+
 def _content_terms(text: str) -> list[str]:
     terms = []
     for w in _words(text):
-        if w in GENERIC or _QW_ZH.fullmatch(w) or re.fullmatch(r"\d+", w):
+        if w in GENERIC or _QW_ZH.fullmatch(w) or re.fullmatch(r"[\d.]+", w):
             continue
-        if _COMPARATIVE.search(w) and len(w) <= 3 and not _is_ascii_word(w):
+        if _COMPARATIVE.search(w) and not _is_ascii_word(w):
             continue
+        if len(w) == 1 and w in _UNIT_CHARS:
+            continue
+        if not _is_ascii_word(w):
+            w = _core(w)
         terms.append(w)
     return list(dict.fromkeys(terms))
+
+
+def _drop_single_chars(terms: list[str]) -> list[str]:
+    longer = [t for t in terms if len(t) > 1]
+    return longer or terms
 
 
 def _entities_zh(q: str) -> list[Entity]:
@@ -246,8 +280,13 @@ def _entities_zh(q: str) -> list[Entity]:
     for m_t in _TITLE.finditer(q):
         entities.append(Entity(m_t.group(1), "title", m_t.start() < scope_end))
     for m_o in _ORG.finditer(q):
-        org = re.sub(r"^(?:\d{4}年|\d+)", "", m_o.group(0))
-        if len(org) >= 4 and not re.search(r"哪|什么|该|本|这|那|某", org):
+        org = m_o.group(0)
+        more = _ORG_MORE.match(q, m_o.end())  # "…中心" + "医院"
+        if more:
+            org += more.group(0)
+        org = re.sub(r"^(?:比较|对比|根据|按照|依据|关于|如果|\d{4}年|\d+)+", "", org)
+        weak = re.search(r"(?:公司|中心|局|厅|厂|学校|商店|超市|酒店)$", org) is not None
+        if len(org) >= (5 if weak else 4) and not re.search(r"哪|什么|该|本|这|那|某", org):
             entities.append(Entity(org, "org", m_o.start() < scope_end))
     for m_p in _PERSON.finditer(q):
         entities.append(Entity(m_p.group(1), "person", m_p.start() < scope_end))
@@ -276,42 +315,60 @@ def _entities_zh(q: str) -> list[Entity]:
     return out
 
 
+_LABEL_TEXT = re.compile(r"第[零〇一二两三四五六七八九十百千\d]+[编章节条款项]")
+_UNIT_CHARS = frozenset("年月日号个次岁天周元位项条名只家台种倍级层期分秒")
+
+
+def _head_before(before: str) -> str:
+    """What "…的Y" asks: the last 的-segment before the question word."""
+    segments = re.split(r"[的之]", before)
+    if len(segments) == 1:
+        return ""
+    last = segments[-1].strip()
+    if not last:
+        # "A是B的多少" asks A relative to B
+        m = re.search(r"([^的是]*)是([^的是]*)的\s*$", before)
+        if m:
+            return m.group(1) + " " + m.group(2)
+        last = next((s for s in reversed(segments) if s.strip()), "")
+    return last
+
+
 def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
     m_scope = _SCOPE.match(q) or _SCOPE_IN.match(q)
     body = q[m_scope.end() :] if m_scope else q
-    clauses = [c for c in re.split(r"[，,；;？?。！!]", body) if c.strip()]
+    body = _LABEL_TEXT.sub(" ", body)
     subs: list[SubQuestion] = []
-    context = ""
-    for clause in clauses:
-        matches = list(_QW_ZH.finditer(clause))
-        if not matches:
-            context += clause + " "
+    for sentence in re.split(r"[？?；;。！!]", body):
+        clauses = [c for c in re.split(r"[，,]", sentence) if c.strip()]
+        asked = [i for i, c in enumerate(clauses) if _QW_ZH.search(c)]
+        if not asked:
             continue
+        clause = clauses[asked[-1]]
+        context = " ".join(clauses[: asked[-1]])
         # the asked thing is at the last question word ("几个月的宝宝…保费是多少" asks 保费)
-        m = matches[-1]
+        m = list(_QW_ZH.finditer(clause))[-1]
         qtype = m.lastgroup or "what"
         before, after = clause[: m.start()], clause[m.end() :]
         after = re.sub(r"(?:更|较|最)[\u4e00-\u9fff]{0,2}$", "", after)  # "谁更高" → ""
-        after = re.split(r"的?(?:呢|吗|啊)$", after)[0]
+        after = re.sub(r"的?(?:呢|吗|啊|的)$", "", after)
         before_clean = _strip_entities(before, entities)
-        head_before = re.split(r"[的之]", before_clean)[-1]
-        head_before = re.sub(r"^(?:是|有|为|在|的)+|(?:是|有|为|要|会|能|可以|应该|需要)+$", "", head_before)
+        head_before = _head_before(before_clean)
+        head_before = re.sub(r"^(?:是|有|为|在)+|(?:是|有|为|要|会|能|可以|应该|需要)+$", "", head_before)
         head_after = _strip_entities(after, entities)
-        head_after = re.sub(r"(?:的)$", "", head_after)
-        head_text = head_before + " " + head_after
-        head = _content_terms(head_text)
-        # "…的Y是什么" asks Y; "是什么颜色" asks 颜色: both parts when present
-        attribute = _content_terms(_strip_entities(context + clause[: m.start()], entities) + " " + head_after)
+        head_after = re.split(r"[的之]", head_after)[-1]  # "哪家公司的利润" asks 利润
+        head = _content_terms(head_before) if head_before.strip() else _content_terms(before_clean)[-2:]
+        head = _drop_single_chars(list(dict.fromkeys(head + _content_terms(head_after))))
+        attribute = _content_terms(_strip_entities(context + " " + before, entities) + " " + head_after)
         attribute = list(dict.fromkeys(attribute + head))
         raw_head = (head_before + head_after).strip()
         if qtype in ("what", "list", "how", "yesno") and _DATE_HEAD.search(raw_head) and not _DURATION_BEFORE.search(clause):
             qtype = "date"
         elif qtype in ("what", "how") and _NUMBER_HEAD.search(raw_head.rstrip("的")):
             qtype = "number"
-        if not head and attribute and qtype not in ("yesno",):
+        if not head and attribute and qtype != "yesno":
             head = attribute[-1:]
         subs.append(SubQuestion(clause, qtype, head, attribute))
-        context = ""
     if not subs and body.strip():
         terms = _content_terms(_strip_entities(body, entities))
         subs.append(SubQuestion(body, "what", terms[-1:], terms))
@@ -371,20 +428,23 @@ def analyze_question(question: str) -> QuestionAnalysis:
     subs = _subquestions_zh(q, entities)
     main = [e for e in entities if not e.scope and e.kind in ("person", "org", "title", "name")]
     compare = len(main) >= 2
-    return QuestionAnalysis(q, "zh", entities, subs, compare)
+    m_scope = _SCOPE.match(q)
+    doc_type = m_scope.group("doctype") if m_scope else ""
+    doc_type = _CHECKED_DOC_TYPES.get(doc_type, "")
+    return QuestionAnalysis(q, "zh", entities, subs, compare, doc_type)
 
 
 # ----- matching ----------------------------------------------------------------------------------
 @lru_cache(maxsize=4096)
 def _window_pattern(term: str) -> re.Pattern[str]:
-    gap = ".{0,%d}" % max(2, len(term))
+    gap = ".{0,%d}" % max(4, len(term))
     return re.compile(gap.join(re.escape(c) for c in term))
 
 
 class Passage:
     """One evidence passage, normalised once."""
 
-    __slots__ = ("doc_id", "index", "node", "stems", "text")
+    __slots__ = ("doc_id", "index", "key", "node", "stems", "text")
 
     def __init__(self, node: NodeWithScore | None, text: str, doc_id: str, index: int) -> None:
         self.node = node
@@ -392,8 +452,9 @@ class Passage:
         self.doc_id = doc_id
         self.index = index
         self.stems: set[str] | None = None
+        self.key = node.node.node_id if node is not None else f"{doc_id}#head"
 
-    def match(self, term: str) -> float:
+    def match(self, term: str, window_credit: float = 0.75) -> float:
         """1 for an exact match, partial credit for a fuzzy one, 0 when absent."""
         if term in self.text:
             return 1.0
@@ -405,7 +466,7 @@ class Passage:
             return 0.0
         score = 0.0
         if len(term) <= 4 and _window_pattern(term).search(self.text):
-            score = 0.75
+            score = window_credit
         if len(term) >= 3:
             grams = [term[i : i + 2] for i in range(len(term) - 1)]
             score = max(score, 0.9 * sum(g in self.text for g in grams) / len(grams))
@@ -419,11 +480,13 @@ class Passage:
         return _nfkc(node.node.get_content()).lower()
 
 
-def _coverage(passage: Passage, terms: Sequence[str], weights: dict[str, float]) -> float:
+def _coverage(
+    passage: Passage, terms: Sequence[str], weights: dict[str, float], credit: float = 0.75
+) -> float:
     total = sum(weights.get(t, 1.0) for t in terms)
     if total <= 0:
         return 1.0
-    return sum(weights.get(t, 1.0) * passage.match(t) for t in terms) / total
+    return sum(weights.get(t, 1.0) * passage.match(t, credit) for t in terms) / total
 
 
 def _mentions(passage: Passage, entity: Entity) -> bool:
@@ -441,10 +504,12 @@ class GateDecision:
     refused: bool
     reason: str | None
     details: dict[str, Any] = field(default_factory=dict)
+    # chunks the gate found in the entity's documents when retrieval missed them
+    supplements: list[NodeWithScore] = field(default_factory=list)
 
 
 class EvidenceGate(BaseNodePostprocessor):
-    """Passes the evidence through, or refuses (returns no nodes) and records why."""
+    """Passes the evidence through (plus any chunk it looked up), or refuses and records why."""
 
     min_head_coverage: float = Field(
         0.6, ge=0, le=1, description="IDF-weighted fuzzy share of the asked head in one passage."
@@ -459,7 +524,17 @@ class EvidenceGate(BaseNodePostprocessor):
     check_answer_type: bool = True
     per_entity: bool = Field(True, description="Comparisons: every entity needs its own passage.")
     lookup: bool = Field(
-        True, description="With a ledger: look for the attribute in the entity's documents."
+        True, description="With a ledger: look up the entity / attribute the evidence lacks."
+    )
+    lookup_limit: int = Field(8, gt=0, description="Chunks fetched per keyword lookup.")
+    lookup_scan_chunks: int = Field(
+        120, ge=0, description="Scan the entity's documents chunk by chunk up to this many chunks."
+    )
+    type_window: int = Field(
+        40, ge=0, description="A number/date must lie within this many chars of the head term."
+    )
+    window_credit: float = Field(
+        0.75, ge=0, le=1, description="Credit for a term whose chars occur in order nearby."
     )
     tenant: str | None = None
     doc_ids: list[str] | None = None
@@ -478,12 +553,18 @@ class EvidenceGate(BaseNodePostprocessor):
     def last_decision(self) -> GateDecision | None:
         return self._last
 
-    # ----- helpers -----------------------------------------------------------------------------
+    # ----- ledger helpers ----------------------------------------------------------------------
     def _weights(self, terms: Sequence[str]) -> dict[str, float]:
         if self._ledger is None or not terms:
             return dict.fromkeys(terms, 1.0)
         freqs, total = self._ledger.term_document_frequencies(list(terms))
         return idf_weights(list(terms), freqs, total)
+
+    def _allowed(self, doc_ids: Sequence[str]) -> list[str]:
+        if self.doc_ids is None:
+            return list(doc_ids)
+        allowed = set(self.doc_ids)
+        return [d for d in doc_ids if d in allowed]
 
     def _doc_heads(self, doc_ids: Sequence[str]) -> dict[str, Passage]:
         """The opening chunk of each document (where a record names its subject)."""
@@ -496,7 +577,92 @@ class EvidenceGate(BaseNodePostprocessor):
                 out[doc_id] = Passage(None, first.title_path + "\n" + first.text, doc_id, -1)
         return out
 
+    @staticmethod
+    def _passage(chunk: ChunkInfo, tenant: str) -> Passage:
+        node = TextNode(
+            id_=chunk.chunk_id,
+            text=chunk.text,
+            metadata={
+                "doc_id": chunk.doc_id,
+                "chunk_id": chunk.chunk_id,
+                "chunk_index": chunk.chunk_index,
+                "version": chunk.version,
+                "title_path": chunk.title_path,
+                "start_char": chunk.start_char,
+                "end_char": chunk.end_char,
+                "prefix_chars": chunk.prefix_chars,
+                "suffix_chars": chunk.suffix_chars,
+                "block_types": chunk.block_types,
+                "tenant": tenant,
+                "gate_lookup": True,
+            },
+        )
+        text = chunk.title_path + "\n" + chunk.text
+        return Passage(NodeWithScore(node=node, score=0.0), text, chunk.doc_id, -1)
+
+    def _search(
+        self,
+        terms: Sequence[str],
+        tenant: str,
+        doc_ids: Sequence[str] | None,
+        phrases: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[Passage]:
+        """Keyword lookup inside the gate's scope (never outside ``doc_ids`` when given).
+
+        ``phrases`` are matched as consecutive index tokens ("陈某某" → "陈 某某").
+        """
+        if self._ledger is None or not (terms or phrases):
+            return []
+        if self.doc_ids is not None:
+            doc_ids = self._allowed(doc_ids if doc_ids is not None else self.doc_ids)
+        tokens = [" ".join(tokenize(p)) for p in phrases]
+        tokens += [t for term in terms for t in query_tokens(term)]
+        tokens = list(dict.fromkeys(t for t in tokens if t))
+        if not tokens:
+            return []
+        try:
+            hits = self._ledger.keyword_search(
+                tokens, tenant=tenant, doc_ids=doc_ids, limit=limit or self.lookup_limit
+            )
+        except NotImplementedError:  # keyword search needs the SQLite ledger
+            return []
+        chunks = self._ledger.active_chunks_by_id([c for c, _ in hits], tenant=tenant)
+        return [self._passage(chunks[c], tenant) for c, _ in hits if c in chunks]
+
+    def _scan(self, doc_ids: Sequence[str], tenant: str) -> list[Passage]:
+        """Every active chunk of the given (in-scope) documents, within the scan budget."""
+        out: list[Passage] = []
+        if self._ledger is None:
+            return out
+        for doc_id in self._allowed(doc_ids):
+            chunks = self._ledger.active_chunks(doc_id)
+            if len(out) + len(chunks) > self.lookup_scan_chunks:
+                break
+            out += [self._passage(c, tenant) for c in chunks]
+        return out
+
     # ----- decision ----------------------------------------------------------------------------
+    def _passes(
+        self, sub: SubQuestion, p: Passage, weights: dict[str, float]
+    ) -> tuple[bool, bool, float, float]:
+        c = self.window_credit
+        h = _coverage(p, sub.head, weights, c) if sub.head else 1.0
+        a = _coverage(p, sub.attribute, weights, c) if sub.attribute else 1.0
+        ok = h >= self.min_head_coverage and a >= self.min_attribute_coverage
+        return ok, ok and self._typed(sub, p), h, a
+
+    def _best(
+        self, sub: SubQuestion, group: Sequence[Passage], weights: dict[str, float]
+    ) -> tuple[tuple[bool, bool, float, float], Passage | None]:
+        best: tuple[bool, bool, float, float] = (False, False, 0.0, 0.0)
+        where: Passage | None = None
+        for p in group:
+            r = self._passes(sub, p, weights)
+            if (r[1], r[0], r[2] + r[3]) > (best[1], best[0], best[2] + best[3]):
+                best, where = r, p
+        return best, where
+
     def decide(self, question: str, nodes: Sequence[NodeWithScore]) -> GateDecision:
         passages = [
             Passage(
@@ -507,9 +673,11 @@ class EvidenceGate(BaseNodePostprocessor):
             )
             for i, n in enumerate(nodes)
         ]
-        passages = [p for p in passages if p.text]
+        passages = [p for p in passages if p.text.strip()]
         if not passages:
             return GateDecision(True, "no_evidence")
+        tenant = self.tenant or str(nodes[0].node.metadata.get("tenant", "default"))
+        use_lookup = self.lookup and self._ledger is not None
         analysis = analyze_question(question)
         details: dict[str, Any] = {
             "entities": [e.text for e in analysis.entities],
@@ -517,89 +685,147 @@ class EvidenceGate(BaseNodePostprocessor):
             "attribute": analysis.attribute_terms,
             "answer_types": [s.answer_type for s in analysis.subquestions],
         }
-        # 2. every specific entity must be in the evidence
+        all_terms = list(
+            dict.fromkeys(
+                analysis.attribute_terms
+                + analysis.head_terms
+                + [_squash(e.text) for e in analysis.entities]
+            )
+        )
+        weights = self._weights(all_terms)
+        supplements: dict[str, Passage] = {}
+        heads = self._doc_heads([p.doc_id for p in passages]) if analysis.main_entities else {}
+        # 2. every specific entity must be in the evidence (or, looked up, in the scope)
+        entity_docs: dict[str, set[str]] = {}
         if self.check_entities:
-            missing = [
-                e.text
-                for e in analysis.entities
-                if not e.scope and not any(_mentions(p, e) for p in passages)
-            ]
+            missing = []
+            for e in analysis.entities:
+                if e.scope or any(_mentions(p, e) for p in passages):
+                    continue
+                if e.kind in _MAIN and any(_mentions(h, e) for h in heads.values()):
+                    continue
+                found = []
+                if use_lookup:
+                    context = [x.text for x in analysis.entities if x.scope] + analysis.head_terms
+                    # the entity as a phrase of index tokens ("陈某某" → "陈 某某"), with context
+                    # (which of several 陈某某) and then alone
+                    for terms in (context, []):
+                        hits = self._search(terms, tenant, None, e.forms(), 3 * self.lookup_limit)
+                        found = [p for p in hits if _mentions(p, e)]
+                        if found:
+                            break
+                if not found:
+                    missing.append(e.text)
+                elif e.kind in _MAIN:
+                    entity_docs[e.text] = {p.doc_id for p in found}
+                else:
+                    best = max(found, key=lambda p: _coverage(p, analysis.head_terms, weights))
+                    supplements.setdefault(best.key, best)
             if missing:
                 details["missing_entities"] = missing
                 return GateDecision(True, "entity_missing", details)
         # which passages belong to which entity (by mention, or by their document)
         main = analysis.main_entities
-        groups: list[tuple[str, list[Passage]]] = []
+        pool = passages + list(supplements.values())
+        groups: list[tuple[str, set[str]]] = []
         if main:
-            heads = self._doc_heads([p.doc_id for p in passages])
-            for e in main if (self.per_entity and analysis.compare) else main[:1]:
-                docs = {p.doc_id for p in passages if _mentions(p, e)}
+            for e in main:
+                docs = {p.doc_id for p in pool if _mentions(p, e)}
                 docs |= {d for d, h in heads.items() if _mentions(h, e)}
-                group = [p for p in passages if p.doc_id in docs]
-                groups.append((e.text, group))
-            if not (self.per_entity and analysis.compare) and len(main) > 1:
-                # several entities but no comparison: any passage of any of them
-                docs = {p.doc_id for p in passages if any(_mentions(p, e) for e in main)}
-                groups = [("|".join(e.text for e in main), [p for p in passages if p.doc_id in docs])]
+                docs |= entity_docs.get(e.text, set())
+                groups.append((e.text, docs))
+            if analysis.doc_type and self.check_entities:
+                # "根据X医院的判决书，…": the entity's documents must be of that kind
+                kind = analysis.doc_type
+                for name, docs in groups:
+                    heads.update(self._doc_heads([d for d in docs if d not in heads]))
+                    seen = [p for p in pool if p.doc_id in docs] + [heads[d] for d in docs if d in heads]
+                    if docs and not any(kind in p.text for p in seen):
+                        scanned_docs = self._scan(sorted(docs), tenant) if use_lookup else []
+                        if not any(kind in p.text for p in scanned_docs):
+                            details["missing_document_type"] = kind
+                            return GateDecision(True, "scope_missing", details)
+            if not (self.per_entity and analysis.compare):
+                groups = [("|".join(e.text for e in main), set().union(*(d for _, d in groups)))]
         else:
-            groups.append(("", passages))
-        all_terms = list(
-            dict.fromkeys(analysis.attribute_terms + analysis.head_terms + [_squash(e.text) for e in analysis.entities])
-        )
-        weights = self._weights(all_terms)
-        # 3. + 4. per entity group and sub-question: a passage with the head, the predicate and a
-        # value of the asked type
+            groups.append(("", {p.doc_id for p in pool}))
+        # 3. + 4. per entity and sub-question: one passage with the head, the predicate and a value
+        # of the asked type
         checks = []
-        for name, group in groups:
+        scanned: dict[str, list[Passage]] = {}
+        for name, docs in groups:
+            group = [p for p in pool if p.doc_id in docs]
             for sub in analysis.subquestions:
-                best, best_h, best_a, typed = None, 0.0, 0.0, False
-                for p in group:
-                    h = _coverage(p, sub.head, weights) if sub.head else 1.0
-                    a = _coverage(p, sub.attribute, weights) if sub.attribute else 1.0
-                    ok = h >= self.min_head_coverage and a >= self.min_attribute_coverage
-                    t = self._typed(sub, p)
-                    key = (ok, t, h + a)
-                    if best is None or key > best:
-                        best, best_h, best_a, typed = key, h, a, t
+                best, where = self._best(sub, group, weights)
+                source = "evidence"
+                if not best[1] and use_lookup and docs:
+                    terms = sub.head + [t for t in sub.attribute if t not in sub.head]
+                    found = self._search(terms, tenant, sorted(docs))
+                    r, p = self._best(sub, found, weights)
+                    if not r[1]:
+                        key = "|".join(sorted(docs))
+                        if key not in scanned:
+                            scanned[key] = self._scan(sorted(docs), tenant)
+                        r, p = self._best(sub, scanned[key], weights)
+                    if r[1] and p is not None:
+                        best, where, source = r, p, "lookup"
+                        supplements.setdefault(p.key, p)
+                ok, typed, h, a = best
                 checks.append(
                     {
                         "entity": name,
                         "sub": sub.text,
-                        "head_coverage": round(best_h, 3),
-                        "attribute_coverage": round(best_a, 3),
+                        "head_coverage": round(h, 3),
+                        "attribute_coverage": round(a, 3),
                         "typed": typed,
-                        "ok": bool(best and best[0]),
+                        "ok": ok,
+                        "source": source,
                     }
                 )
         details["checks"] = checks
-        failed = [c for c in checks if not c["ok"]]
-        if failed:
+        if any(not c["ok"] for c in checks):
             return GateDecision(True, "attribute_missing", details)
         if self.check_answer_type and any(not c["typed"] for c in checks):
             return GateDecision(True, "answer_type_missing", details)
         # 5. overall coverage of the question by the best passage
         q_terms = list(query_tokens(question))
         q_weights = self._weights(q_terms)
-        best_q = max(_coverage(p, q_terms, q_weights) for p in passages) if q_terms else 1.0
+        pool = passages + list(supplements.values())
+        best_q = max(_coverage(p, q_terms, q_weights) for p in pool) if q_terms else 1.0
         details["question_coverage"] = round(best_q, 3)
         if best_q < self.min_question_coverage:
             return GateDecision(True, "low_coverage", details)
-        return GateDecision(False, None, details)
+        have = {p.key for p in passages}
+        extra = [p.node for k, p in supplements.items() if p.node is not None and k not in have]
+        if extra:
+            details["supplemented"] = [n.node.node_id for n in extra]
+        return GateDecision(False, None, details, extra)
 
-    @staticmethod
-    def _typed(sub: SubQuestion, passage: Passage) -> bool:
+    def _typed(self, sub: SubQuestion, passage: Passage) -> bool:
+        """A value of the asked type near the head term (anywhere in a table passage)."""
         if sub.answer_type == "number":
-            return _NUMBER_VALUE.search(passage.text_spaced) is not None
-        if sub.answer_type == "date":
-            return _DATE_VALUE.search(passage.text_spaced) is not None
-        return True
+            pattern = _NUMBER_VALUE
+        elif sub.answer_type == "date":
+            pattern = _DATE_VALUE
+        else:
+            return True
+        text = passage.text
+        spots = [m.start() for t in sub.head if len(t) > 1 for m in re.finditer(re.escape(t), text)]
+        if not spots or self.type_window <= 0 or "|" in text:
+            return pattern.search(passage.text_spaced) is not None
+        w = self.type_window
+        return any(pattern.search(text[max(0, i - w) : i + w]) for i in spots)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         question = query_bundle.query_str if query_bundle is not None else ""
         self._last = self.decide(question, nodes)
-        return [] if self._last.refused else nodes
+        if self._last.refused:
+            return []
+        floor = min((n.score or 0.0 for n in nodes), default=0.0)
+        extra = [NodeWithScore(node=n.node, score=floor) for n in self._last.supplements]
+        return list(nodes) + extra
 
 
-__all__ = ["EvidenceGate", "GateDecision", "QuestionAnalysis", "TextNode", "analyze_question"]
+__all__ = ["EvidenceGate", "GateDecision", "QuestionAnalysis", "analyze_question"]

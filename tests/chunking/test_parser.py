@@ -376,3 +376,35 @@ def test_public_api() -> None:
     } <= set(chunking.__all__)
     for name in chunking.__all__:
         assert hasattr(chunking, name)
+
+
+class TestOddInputs:
+    def test_crlf_and_ideographic_indent(self) -> None:
+        text = (
+            "第一章 总则\r\n\r\n第一条 本办法适用于全市。\r\n"
+            "\u3000\u3000第二条 有下列情形之一的：\r\n（一）甲；\r\n（二）乙。\r\n"
+        )
+        chunks = chunk_document(text, "text", chunk_size=30, chunk_overlap=5)
+        check_chunks(text, chunks, 30)
+        assert [c.title_path for c in chunks] == [
+            ["第一章 总则", "第一条"],
+            ["第一章 总则", "第二条"],
+        ]
+        assert chunks[1].block_types == ["list"]
+        assert not any(c.text.endswith("\r") for c in chunks)
+
+    def test_unbreakable_ascii_line_is_cut_into_full_pieces(self) -> None:
+        blob = "aGVsbG8gd29ybGQ" * 7000  # 105,000 characters, 26,250 tokens, no separator
+        text = f"# 附件\n\n{blob}\n\n正文。"
+        chunks = chunk_document(text, "markdown", chunk_size=512, chunk_overlap=0)
+        check_chunks(text, chunks, 512)
+        assert len(chunks) <= 26250 // 512 + 2
+        assert chunks[0].text.startswith("# 附件\n\naGVs")  # no heading-only chunk
+
+    def test_title_equal_to_first_heading_is_not_repeated(self) -> None:
+        chunks = chunk_document(
+            "# 员工手册\n\n## 考勤\n\n每天九点上班。", "markdown", title="员工手册"
+        )
+        assert chunks[0].title_path == ["员工手册", "考勤"]
+        chunks = chunk_document("## 考勤\n\n每天九点上班。", "markdown", title="员工手册")
+        assert chunks[0].title_path == ["员工手册", "考勤"]

@@ -9,7 +9,9 @@ import pytest
 from rag_app.retrieval.fusion import min_max, reciprocal_rank_fusion, weighted_score_fusion
 
 
-def reference_rrf(rankings: dict[str, list[str]], k: int, weights: dict[str, float]) -> dict[str, float]:
+def reference_rrf(
+    rankings: dict[str, list[str]], k: int, weights: dict[str, float]
+) -> dict[str, float]:
     """Textbook RRF written independently: loop over documents, not over branches."""
     docs = {d for ids in rankings.values() for d in ids}
     out = {}
@@ -46,7 +48,9 @@ def test_rrf_hand_computed() -> None:
     assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
     assert fused["a"] == pytest.approx(1 / 61)
     assert fused["c"] == pytest.approx(1 / 62)
-    assert list(dict(reciprocal_rank_fusion({"dense": ["a", "b"], "keyword": ["b", "c"]}, k=60))) == [
+    assert list(
+        dict(reciprocal_rank_fusion({"dense": ["a", "b"], "keyword": ["b", "c"]}, k=60))
+    ) == [
         "b",
         "a",
         "c",

@@ -7,7 +7,15 @@ from rag_app.retrieval.tokenizer import chinese_number, label_tokens, query_toke
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("三十三", 33), ("十", 10), ("十二", 12), ("一百零五", 105), ("两千", 2000), ("33", 33), ("甲", None)],
+    [
+        ("三十三", 33),
+        ("十", 10),
+        ("十二", 12),
+        ("一百零五", 105),
+        ("两千", 2000),
+        ("33", 33),
+        ("甲", None),
+    ],
 )
 def test_chinese_numbers(text: str, value: int | None) -> None:
     assert chinese_number(text) == value
