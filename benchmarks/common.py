@@ -47,6 +47,10 @@ def require_shared(*names: str) -> dict[str, Path]:
 
 def kb_for(dataset: str, docs: Path, *, embed_model: Any = None, **settings: Any) -> KnowledgeBase:
     """Open (building on first use) the cached KB of ``dataset`` under ``settings``."""
+    from rag_app.config import Settings
+
+    defaults = Settings().model_dump()
+    settings = {k: v for k, v in settings.items() if defaults.get(k) != v}
     key = json.dumps(settings, sort_keys=True)
     tag = "-".join(f"{k}{v}" for k, v in sorted(settings.items())) or "default"
     path = CACHE / f"{dataset}-{hashlib.sha1(key.encode()).hexdigest()[:8]}-{tag}"[:120]

@@ -41,7 +41,9 @@ class Settings(BaseSettings):
     )
     fusion: Literal["rrf", "weighted"] = Field("rrf", description="How branches are fused.")
     rrf_k: int = Field(60, ge=0, description="Reciprocal-rank-fusion constant.")
-    dense_weight: float = Field(1.0, ge=0, description="Weight of the dense branch in fusion.")
+    dense_weight: float = Field(
+        0.25, ge=0, description="Weight of the dense branch in fusion (tuned on dev data)."
+    )
     keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 branch in fusion.")
     candidates: int = Field(30, ge=1, description="Candidates fetched per branch before fusion.")
 

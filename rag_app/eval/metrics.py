@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -90,3 +91,57 @@ def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(q / 100 * len(ordered)))
     return float(ordered[min(rank, len(ordered)) - 1])
+
+
+# ----- answers with groups of alternatives ------------------------------------------------------
+def answer_groups_hit(answer: str, groups: Sequence[Sequence[str]]) -> bool | None:
+    """Every group is matched by at least one of its alternatives (AND of ORs); None when there
+    are no non-empty groups. ``[["30分钟", "半小时"], ["5次", "五次"]]`` needs both facts, each
+    in either spelling."""
+    body = squash(answer)
+    verdicts = []
+    for group in groups:
+        options = [squash(str(a)) for a in group if squash(str(a))]
+        if options:
+            verdicts.append(any(o in body for o in options))
+    return all(verdicts) if verdicts else None
+
+
+def answer_hit(answer: str, item: Any) -> bool | None:
+    """The answer contains the item's reference values: ``answer_groups`` when the item has them
+    (AND of ORs), otherwise :func:`keyword_hit` with ``answers``/``answer_match``."""
+    groups = getattr(item, "answer_groups", None)
+    if groups:
+        return answer_groups_hit(answer, groups)
+    return keyword_hit(
+        answer, getattr(item, "answers", []) or [], getattr(item, "answer_match", "any")
+    )
+
+
+# ----- documents ----------------------------------------------------------------------------------
+def _path_parts(path: str) -> list[str]:
+    text = unicodedata.normalize("NFC", str(path)).replace("\\", "/")
+    return [p for p in text.split("/") if p and p != "."]
+
+
+def doc_matches(source: str, gold_doc: str) -> bool:
+    """``gold_doc`` (a path relative to the docs folder) names the file ``source`` (any path):
+    its components are the trailing components of ``source`` (``a/b.md`` matches ``/x/a/b.md``,
+    not ``/x/ca/b.md``)."""
+    gold, src = _path_parts(gold_doc), _path_parts(source)
+    return bool(gold) and len(gold) <= len(src) and src[-len(gold) :] == gold
+
+
+def matched_gold_doc(source: str, gold_docs: Iterable[str]) -> str | None:
+    """The gold document ``source`` is, or None."""
+    return next((g for g in gold_docs if doc_matches(source, g)), None)
+
+
+def rate(flags: Iterable[bool | None]) -> float | None:
+    """Share of True among the defined flags (None = not applicable); None when none apply."""
+    defined = [f for f in flags if f is not None]
+    return sum(1 for f in defined if f) / len(defined) if defined else None
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None

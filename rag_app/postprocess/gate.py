@@ -27,7 +27,9 @@ Every threshold is a field, calibrated on development data (``benchmarks/gate.py
 
 from __future__ import annotations
 
+import math
 import re
+import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,7 +41,14 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import Field, PrivateAttr
 
 from rag_app.postprocess.rerank import idf_weights
-from rag_app.retrieval.tokenizer import STOPWORDS, _jieba, label_tokens, query_tokens, tokenize
+from rag_app.retrieval.tokenizer import (
+    STOPWORDS,
+    _jieba,
+    chinese_number,
+    label_tokens,
+    query_tokens,
+    tokenize,
+)
 from rag_app.store.ledger import Ledger
 from rag_app.types import ChunkInfo
 
@@ -85,9 +94,9 @@ _EN_YESNO = re.compile(r"^(?:is|are|was|were|do|does|did|can|could|should|will|w
 GENERIC = frozenset(
     """
     时间 日期 时候 时刻 年份 月份 期限 多久 金额 数额 数量 数目 数值 总额 多少 比例 比率 意思 含义 意义 定义
-    次数 总数 人数 个数 状况 情形 详情 记录 表现 水平 程度
+    次数 总数 人数 个数 状况 情形 详情 记录 程度
     情况 内容 信息 资料 方面 方式 方法 办法 做法 步骤 流程 名称 名字 类型 种类 结果 原因 理由 问题 事情 东西
-    地方 地点 位置 人 人员 钱 费用 价格 哪些 分别 各自 具体 主要 相关 一下 什么 哪 谁 几 多 更 最 比 较 高 低 早 晚 长 短
+    地方 地点 位置 城市 国家 地区 人 人员 钱 费用 价格 哪些 分别 各自 具体 主要 相关 一下 什么 哪 谁 几 多 更 最 比 较 高 低 早 晚 长 短
     大 小 快 慢 多 少 强 弱 好 差 差异 区别 不同 相同 一样 比较 对比 如何 怎样 影响 作用 特点 要求 规定 标准
     the a an of for to in on at by with from and or is are was were be been do does did what which
     who whom whose when where why how many much long old often far big large high kind type name
@@ -95,6 +104,12 @@ GENERIC = frozenset(
 )
 _GENERIC_AFFIXES = sorted(
     (w for w in GENERIC if len(w) >= 2 and re.fullmatch(r"[\u4e00-\u9fff]+", w)), key=len, reverse=True
+)
+_AFFIX_END = re.compile("(?:" + "|".join(_GENERIC_AFFIXES) + ")$")
+_AFFIX_START = re.compile("(?:" + "|".join(_GENERIC_AFFIXES) + ")")
+_COMPARISON = re.compile(
+    r"(?:谁|哪个|哪家|哪位|哪一个|哪一家|哪方)[^，,。？?]*?(?:更|较|最)|比较|对比|相同|一样|差异|区别|不同|"
+    r"高于|低于|早于|晚于|多于|少于|\b(?:more|less|earlier|later|higher|lower|compare)\b"
 )
 _COMPARATIVE = re.compile(r"^(?:更|较|最|比较)[\u4e00-\u9fff]{0,2}$")
 
@@ -107,7 +122,7 @@ _ORG_SUFFIX = (
 _ORG = re.compile(rf"(?:[^\s{_NOT_NAME}]){{2,24}}?(?:{_ORG_SUFFIX})")
 _ORG_MORE = re.compile(rf"(?:[^\s{_NOT_NAME}]){{0,4}}?(?:{_ORG_SUFFIX})")
 _ORG_CORE = re.compile(rf"(?:{_ORG_SUFFIX})$")
-_PERSON = re.compile(r"(?<![的是在有对与及等为某一个])([\u4e00-\u9fff]某某?)(?![个些种天日年位项次人])")
+_PERSON = re.compile(r"(?<!某)([^\W\d_的是在有对与及等为某一个这那该本其各每])(某某?)(?![个些种天日年位项次人])")
 _TITLE = re.compile(r"[《“\"「『]([^》”\"」』]{2,40})[》”\"」』]")
 _CODE = re.compile(r"(?<![A-Za-z0-9_.])[A-Za-z][A-Za-z0-9_.\-]*[A-Za-z0-9](?![A-Za-z0-9_])|\d+(?:\.\d+)?")
 _EN_NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b([A-Z][a-zA-Z0-9]+(?:\s+[A-Z][a-zA-Z0-9]+)*)")
@@ -117,10 +132,8 @@ _SCOPE = re.compile(
     r"(?:的)?(?P<doctype>判决书|裁定书|起诉书|住院病历|病历|报告|年报|文件|条款|制度|规定|规范|办法|指南|手册|文档|合同|说明书|记录)"
     r"(?:中|里|上|内)?(?:[，,：:]|\s+)"
 )
-# document kinds specific enough to check literally (a 制度 may be titled 办法; a 判决书 is a 判决书)
-_CHECKED_DOC_TYPES = {
-    "判决书": "判决书", "裁定书": "裁定书", "起诉书": "起诉书", "病历": "病历", "住院病历": "病历"
-}  # fmt: skip
+# legal instruments state their kind in their heading; other kinds (病历, 报告…) often don't
+_CHECKED_DOC_TYPES = {"判决书": "判决书", "裁定书": "裁定书", "起诉书": "起诉书"}
 _SCOPE_IN = re.compile(r"^(?P<scope>[^，,。？?\s]{2,30})(?:中|里)[，,]")
 
 # ----- answer types ------------------------------------------------------------------------------
@@ -129,7 +142,12 @@ _UNIT = (
     r"(?:个|次|年|天|日|岁|周岁|月|周|小时|分钟|秒|元|万|亿|项|条|人|名|倍|%|％|位|只|家|台|例|种|级|期|层|米|公里|"
     r"千米|厘米|毫米|克|千克|公斤|吨|升|毫升|度|℃|°|mb|gb|kb|tb|ms|mmhg|次/分|分)"
 )
-_NUMBER_VALUE = re.compile(rf"\d|[{_CN_NUM}]+{_UNIT}|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|thousand)\b", re.I)
+# a quantity: digits that are not part of a date (2017年, 3月, 15日), or a Chinese numeral with a unit
+_NUMBER_VALUE = re.compile(
+    rf"(?<![\d.])\d+(?:[.,]\d+)*(?!\d|[.,]\d|\s*(?:月|日|号)|(?<=\d{{4}})\s*年)|[{_CN_NUM}]+{_UNIT}|"
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|thousand)\b",
+    re.I,
+)
 _DATE_VALUE = re.compile(
     r"\d{4}\s*年|\d{1,2}\s*月\s*\d{0,2}|\d{4}[-/.]\d{1,2}|[〇零一二三四五六七八九]{4}年|"
     r"[一二三四五六七八九十]{1,3}月[一二三四五六七八九十]{0,3}|\d{1,2}:\d{2}|"
@@ -171,18 +189,45 @@ def _en_stems(text: str) -> set[str]:
     return {_stem(w) for w in re.findall(r"[a-z][a-z0-9]*", text.lower())}
 
 
-def _words(text: str) -> list[str]:
-    """Precise-mode jieba words (lower-cased), without punctuation, stopwords or question words."""
+@lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[tuple[str, str], ...]:
+    """Precise-mode jieba words with their part of speech (lower-cased), without punctuation
+    or stopwords."""
+    _jieba()  # initialised once, thread-safe
+    import jieba.posseg
+
     out = []
-    for tok in _jieba().lcut(_nfkc(text).lower()):
-        tok = tok.strip()
+    for pair in jieba.posseg.lcut(_nfkc(text).lower()):
+        tok = pair.word.strip()
         if not tok or not re.search(r"\w", tok) or tok in STOPWORDS:
             continue
-        out.append(tok)
-    return out
+        out.append((tok, pair.flag))
+    return tuple(out)
 
 
+def _pos_weight(flag: str) -> float:
+    """Nouns name what is asked; verbs and modifiers are often paraphrased in the text."""
+    if flag.startswith("n") or flag in ("an", "j", "eng", "l", "i", "nz", "x"):
+        return 1.0
+    if flag == "vn":
+        return 0.7
+    return VERB_WEIGHT
+
+
+VERB_WEIGHT = 0.4
+PROMOTE = "last"
+_QUALIFIERS = ("number", "ordinal", "date")
+CONTEXT_WEIGHT = 0.5
 _MAIN = ("person", "org", "title", "name")
+_HEADS: dict[tuple[str, str, int | None], Passage] = {}  # opening chunks by (ledger, doc, version)
+_HEADS_MAX = 4096
+_DOCS: dict[tuple[str, str, int | None], list[Passage]] = {}  # scanned documents, same key
+_DOCS_MAX = 128
+# document frequencies per ledger: (since, indexed chunks, term -> df); IDF drifts slowly, so a
+# short-lived cache is enough and saves a vocabulary query per question
+_DF: dict[str, tuple[float, int, dict[str, int]]] = {}
+_DF_TTL = 60.0
+_DF_MAX = 20000
 
 
 @dataclass
@@ -210,6 +255,12 @@ class SubQuestion:
     answer_type: str  # date | number | person | place | list | yesno | reason | how | what
     head: list[str] = field(default_factory=list)
     attribute: list[str] = field(default_factory=list)
+    pos: dict[str, float] = field(default_factory=dict)  # part-of-speech weight per term
+    subject: list[str] = field(default_factory=list)  # "X的Y是什么": the X part, beyond entities
+
+    @property
+    def head_has_noun(self) -> bool:
+        return any(self.pos.get(t, 1.0) >= 1.0 for t in self.head)
 
 
 @dataclass
@@ -220,6 +271,7 @@ class QuestionAnalysis:
     subquestions: list[SubQuestion] = field(default_factory=list)
     compare: bool = False
     doc_type: str = ""  # "根据…的判决书" → 判决书: the evidence must come from such a document
+    comparative: bool = False  # "谁更早", "相同吗": needs the value of every entity
 
     @property
     def main_entities(self) -> list[Entity]:
@@ -243,26 +295,33 @@ def _strip_entities(text: str, entities: Sequence[Entity]) -> str:
 def _core(word: str) -> str:
     """A compound without its generic affixes: 营业时间 → 营业, 主要症状 → 症状."""
     for _ in range(2):
-        for g in _GENERIC_AFFIXES:
-            if len(word) - len(g) >= 2 and word.endswith(g):
-                word = word[: -len(g)]
-            elif len(word) - len(g) >= 2 and word.startswith(g):
-                word = word[len(g) :]
+        m = _AFFIX_END.search(word)
+        if m and m.start() >= 2:
+            word = word[: m.start()]
+        m = _AFFIX_START.match(word)
+        if m and len(word) - m.end() >= 2:
+            word = word[m.end() :]
     return word
 
 
-def _content_terms(text: str) -> list[str]:
+def _content_terms(text: str, pos: dict[str, float] | None = None) -> list[str]:
+    """Content words of ``text`` (generic type words, question words and numbers dropped);
+    their part-of-speech weights go into ``pos``."""
     terms = []
-    for w in _words(text):
+    for w, flag in _words(text):
         if w in GENERIC or _QW_ZH.fullmatch(w) or re.fullmatch(r"[\d.]+", w):
             continue
         if _COMPARATIVE.search(w) and not _is_ascii_word(w):
             continue
         if len(w) == 1 and w in _UNIT_CHARS:
             continue
+        if re.fullmatch(r"[一二两三四五六七八九十几每各][个名起家位件份]", w):
+            continue  # "两起案件" counts the documents, it is not asked
         if not _is_ascii_word(w):
             w = _core(w)
         terms.append(w)
+        if pos is not None:
+            pos[w] = max(pos.get(w, 0.0), _pos_weight(flag))
     return list(dict.fromkeys(terms))
 
 
@@ -289,16 +348,41 @@ def _entities_zh(q: str) -> list[Entity]:
         if len(org) >= (5 if weak else 4) and not re.search(r"哪|什么|该|本|这|那|某", org):
             entities.append(Entity(org, "org", m_o.start() < scope_end))
     for m_p in _PERSON.finditer(q):
-        entities.append(Entity(m_p.group(1), "person", m_p.start() < scope_end))
+        if re.match(r"[\u4e00-\u9fff]", m_p.group(1)):
+            entities.append(Entity(m_p.group(0), "person", m_p.start() < scope_end))
+    dated = set()
+    for m_d in _DATE_Q.finditer(q):
+        # "2023年3月10日", "2022年6月": a dated qualifier, matched in any common notation
+        entities.append(Entity(m_d.group(0), "date", m_d.start() < scope_end))
+        dated.update(range(m_d.start(), m_d.end()))
     for m_y in _YEAR.finditer(q):
-        entities.append(Entity(m_y.group(1), "year", m_y.start() < scope_end))
+        if m_y.start() not in dated:
+            entities.append(Entity(m_y.group(1), "year", m_y.start() < scope_end))
     for label in label_tokens(_nfkc(q)):
         entities.append(Entity(label, "label"))
+    for m_n in _CN_QUALIFIER.finditer(q):
+        # "二次赔付", "一类城市", "三级": a counted qualifier names a specific case
+        entities.append(Entity(m_n.group(0), "ordinal", m_n.start() < scope_end))
+    # "信达百货和喜乐娱乐集团…": a name coordinated with a recognised organisation is one too
+    orgs = [e.text for e in entities if e.kind == "org"]
+    for org in orgs:
+        for m_c in re.finditer(
+            rf"(?:^|[，,]|比较|对比|\d{{4}}年)([\u4e00-\u9fffA-Za-z]{{2,12}}?)(?:和|与|及|、)(?:\d{{4}}年)?{re.escape(org)}",
+            q,
+        ):
+            name = re.sub(r"^(?:比较|对比|根据|按照|依据|关于)", "", m_c.group(1))
+            known = any(name in o or o in name for o in orgs)
+            if len(name) >= 2 and not _QW_ZH.search(name) and not known:
+                entities.append(Entity(name, "name", m_c.start(1) < scope_end))
     taken = " ".join(e.text for e in entities)
     for m_c in _CODE.finditer(_nfkc(q)):
         code = m_c.group(0)
         if code in taken or (code.isdigit() and len(code) == 4 and code + "年" in q):
             continue
+        if m_c.start() in dated:
+            continue
+        if re.fullmatch(r"[A-Z]{2,5}", code):
+            continue  # an acronym (IP地址, RTO) is a word of the question, not a name
         kind = "number" if re.fullmatch(r"[\d.]+", code) else "code"
         entities.append(Entity(code, kind, m_c.start() < scope_end))
     seen: dict[str, Entity] = {}
@@ -315,6 +399,8 @@ def _entities_zh(q: str) -> list[Entity]:
     return out
 
 
+_DATE_Q = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?")
+_CN_QUALIFIER = re.compile(r"(?<![第\d每久几])(?!一次)[一二三四五六七八九十两]{1,3}[次类级期档等](?![数量性])")
 _LABEL_TEXT = re.compile(r"第[零〇一二两三四五六七八九十百千\d]+[编章节条款项]")
 _UNIT_CHARS = frozenset("年月日号个次岁天周元位项条名只家台种倍级层期分秒")
 
@@ -326,12 +412,22 @@ def _head_before(before: str) -> str:
         return ""
     last = segments[-1].strip()
     if not last:
-        # "A是B的多少" asks A relative to B
+        # "A是B的多少" asks A (B is the base it is measured against)
         m = re.search(r"([^的是]*)是([^的是]*)的\s*$", before)
         if m:
-            return m.group(1) + " " + m.group(2)
+            return m.group(1)
         last = next((s for s in reversed(segments) if s.strip()), "")
     return last
+
+
+def _after_entities(text: str, entities: Sequence[Entity]) -> str:
+    """The part of ``text`` after the last mention of an entity (or all of it)."""
+    end = 0
+    for e in entities:
+        i = text.rfind(e.text)
+        if i >= 0:
+            end = max(end, i + len(e.text))
+    return text[end:]
 
 
 def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
@@ -352,29 +448,86 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         before, after = clause[: m.start()], clause[m.end() :]
         after = re.sub(r"(?:更|较|最)[\u4e00-\u9fff]{0,2}$", "", after)  # "谁更高" → ""
         after = re.sub(r"的?(?:呢|吗|啊|的)$", "", after)
+        pos: dict[str, float] = {}
         before_clean = _strip_entities(before, entities)
-        head_before = _head_before(before_clean)
+        # what is asked follows the last entity: "公司的异地灾备中心设在…" asks about 设在, not 公司
+        predicate = _strip_entities(_after_entities(before, entities), entities)
+        head_before = _head_before(predicate)
         head_before = re.sub(r"^(?:是|有|为|在)+|(?:是|有|为|要|会|能|可以|应该|需要)+$", "", head_before)
         head_after = _strip_entities(after, entities)
         head_after = re.split(r"[的之]", head_after)[-1]  # "哪家公司的利润" asks 利润
-        head = _content_terms(head_before) if head_before.strip() else _content_terms(before_clean)[-2:]
-        head = _drop_single_chars(list(dict.fromkeys(head + _content_terms(head_after))))
-        attribute = _content_terms(_strip_entities(context + " " + before, entities) + " " + head_after)
-        attribute = list(dict.fromkeys(attribute + head))
+        after_terms = _content_terms(head_after, pos)
+        category = re.fullmatch(r"哪[一]?[个家位种类支条项]", m.group(0)) is not None
+        if category and len(after_terms) > 1:
+            after_terms = after_terms[1:]  # "哪家公司倡议时间更早": 公司 only names the category
+        if head_before.strip():
+            head = _content_terms(head_before, pos)
+            # "X的Y": Y is a noun phrase whatever the tagger says (爱好, 学习成绩, 成立时间)
+            if PROMOTE == "ifnone":
+                promote = head[-1:] if not any(pos.get(t, 0) >= 1.0 for t in head) else []
+            else:
+                promote = head[-1:] if PROMOTE == "last" else head if PROMOTE == "all" else []
+            for t in promote:
+                pos[t] = 1.0
+        else:
+            # no "的": the nouns before the question word ("住宿费每晚最多能报销多少元")
+            words = _content_terms(predicate, pos) or _content_terms(before_clean, pos)
+            head = [w for w in words if pos.get(w, 0) >= 1.0][-3:] or words[-2:]
+        head = _drop_single_chars(head)
+        if category and head and len(after_terms) == 1 and "的" not in after:
+            head_extra: list[str] = []  # "默认监听哪个端口": 端口 names the kind of answer
+        else:
+            head_extra = after_terms
+        head = list(dict.fromkeys(head + head_extra))
+        if context and re.match(r"^\s*(?:比较|对比)", context):
+            # "比较A和B防止污染设施的建设时间，哪家公司的建设时间更早": the topic is in the first
+            # clause, after the compared entities
+            topic = _content_terms(_after_entities(context, entities), pos)
+            if topic and category and "的" not in after and head == after_terms[:1]:
+                head = []  # "哪家公司更早": 公司 only names the category
+            head = list(dict.fromkeys(topic + head))
+        attribute = _content_terms(_strip_entities(before, entities) + " " + head_after, pos)
+        # clauses before the asked one ("去香港出差，…") set the scene: they count half
+        scene = [t for t in _content_terms(_strip_entities(context, entities), pos) if t not in attribute]
+        for t in scene:
+            pos[t] = pos.get(t, 1.0) * CONTEXT_WEIGHT
+        attribute = list(dict.fromkeys(scene + attribute + head))
         raw_head = (head_before + head_after).strip()
         if qtype in ("what", "list", "how", "yesno") and _DATE_HEAD.search(raw_head) and not _DURATION_BEFORE.search(clause):
             qtype = "date"
         elif qtype in ("what", "how") and _NUMBER_HEAD.search(raw_head.rstrip("的")):
             qtype = "number"
+        more = re.search(r"(?:更|较|最)([高低大小多少长短早晚快慢重轻远近])", clause)
+        if more and qtype in ("what", "person", "list"):
+            # "哪家公司的排放量更高" compares quantities; "谁更早" compares dates
+            qtype = "date" if more.group(1) in "早晚" else "number"
         if not head and attribute and qtype != "yesno":
             head = attribute[-1:]
-        subs.append(SubQuestion(clause, qtype, head, attribute))
+        segments = re.split(r"[的之]", before_clean)
+        subject = _content_terms("的".join(segments[:-1]), pos) if len(segments) > 1 else []
+        subject = [t for t in subject if t not in head]
+        if subs and not any(pos.get(t, 1.0) >= 1.0 for t in head):
+            # "…按多少给付？最多赔几次？": a follow-up without a subject asks about the same thing
+            prev = subs[-1]
+            carried = [t for t in prev.head if prev.pos.get(t, 1.0) >= 1.0]
+            pos.update({t: 1.0 for t in carried})
+            head = list(dict.fromkeys(carried + head))
+            attribute = list(dict.fromkeys(carried + attribute))
+        subs.append(SubQuestion(clause, qtype, head, attribute, pos, subject))
     if not subs and body.strip():
-        terms = _content_terms(_strip_entities(body, entities))
-        subs.append(SubQuestion(body, "what", terms[-1:], terms))
+        pos = {}
+        terms = _content_terms(_strip_entities(body, entities), pos)
+        subs.append(SubQuestion(body, "what", terms[-1:], terms, pos))
     return subs
 
 
+_EN_FUNCTION = frozenset(
+    """
+    their they them there our your you my his her its we us me most more some any all each every
+    such other should would could can may might must shall will need get gets got also just only
+    very so than then into onto about over under out up down off not no yes here
+    """.split()
+)
 _EN_AUX = r"(?:is|are|was|were|do|does|did|should|can|could|will|would|must|has|have|had|may|might)"
 _EN_PREP = r"(?:of|for|in|on|at|to|from|with|by|about|during|after|before|into|per|under|over)"
 
@@ -411,11 +564,16 @@ def _analyze_en(q: str) -> QuestionAnalysis:
                 if re.fullmatch(_EN_AUX, w) or re.fullmatch(_EN_PREP, w):
                     break
                 head_words.append(w)
-    attr = [w for w in dict.fromkeys(words) if w not in STOPWORDS and w not in GENERIC and len(w) > 1]
-    head = [w for w in dict.fromkeys(head_words) if w not in STOPWORDS and w not in GENERIC]
+    def content(w: str) -> bool:
+        return w not in STOPWORDS and w not in GENERIC and w not in _EN_FUNCTION and len(w) > 1
+
+    attr = [w for w in dict.fromkeys(words) if content(w)]
+    head = [w for w in dict.fromkeys(head_words) if content(w)]
     if not head and attr:
         head = attr[:1]
-    sub = SubQuestion(q, qtype, head, attr)
+    # in an English noun phrase the last word is the head; earlier ones modify it
+    pos = {w: (1.0 if i == len(head) - 1 else 0.5) for i, w in enumerate(head)}
+    sub = SubQuestion(q, qtype, head, attr, pos)
     return QuestionAnalysis(q, "en", entities, [sub], compare=False)
 
 
@@ -431,7 +589,8 @@ def analyze_question(question: str) -> QuestionAnalysis:
     m_scope = _SCOPE.match(q)
     doc_type = m_scope.group("doctype") if m_scope else ""
     doc_type = _CHECKED_DOC_TYPES.get(doc_type, "")
-    return QuestionAnalysis(q, "zh", entities, subs, compare, doc_type)
+    comparative = compare and _COMPARISON.search(q) is not None
+    return QuestionAnalysis(q, "zh", entities, subs, compare, doc_type, comparative)
 
 
 # ----- matching ----------------------------------------------------------------------------------
@@ -444,7 +603,7 @@ def _window_pattern(term: str) -> re.Pattern[str]:
 class Passage:
     """One evidence passage, normalised once."""
 
-    __slots__ = ("doc_id", "index", "key", "node", "stems", "text")
+    __slots__ = ("abbrevs", "doc_id", "index", "key", "node", "stems", "text", "version")
 
     def __init__(self, node: NodeWithScore | None, text: str, doc_id: str, index: int) -> None:
         self.node = node
@@ -452,7 +611,10 @@ class Passage:
         self.doc_id = doc_id
         self.index = index
         self.stems: set[str] | None = None
+        self.abbrevs: set[str] = set()
         self.key = node.node.node_id if node is not None else f"{doc_id}#head"
+        version = node.node.metadata.get("version") if node is not None else None
+        self.version: int | None = int(version) if version is not None else None
 
     def match(self, term: str, window_credit: float = 0.75) -> float:
         """1 for an exact match, partial credit for a fuzzy one, 0 when absent."""
@@ -460,8 +622,13 @@ class Passage:
             return 1.0
         if _is_ascii_word(term):
             if self.stems is None:
-                self.stems = _en_stems(self.text_spaced)
-            return 1.0 if _stem(term) in self.stems else 0.0
+                spaced = self.text_spaced
+                self.stems = _en_stems(spaced)
+                self.abbrevs = {a for a in re.findall(r"\b([a-z]{3,5})\.", spaced)}
+            if _stem(term) in self.stems:
+                return 1.0
+            # "ext." for "extension"
+            return window_credit if any(term.startswith(a) for a in self.abbrevs) else 0.0
         if len(term) < 2:
             return 0.0
         score = 0.0
@@ -477,7 +644,8 @@ class Passage:
         node = self.node
         if node is None:
             return self.text
-        return _nfkc(node.node.get_content()).lower()
+        path = str(node.node.metadata.get("title_path", ""))
+        return _nfkc(path + "\n" + node.node.get_content()).lower()
 
 
 def _coverage(
@@ -489,7 +657,27 @@ def _coverage(
     return sum(weights.get(t, 1.0) * passage.match(t, credit) for t in terms) / total
 
 
+def _date_forms(text: str) -> list[str]:
+    m = _DATE_Q.fullmatch(text)
+    if m is None:
+        return [_squash(text)]
+    year, month, day = m.group(1), int(m.group(2)), m.group(3)
+    forms = [f"{month}月{int(day)}日" if day else None, f"{month}月{int(day)}号" if day else None]
+    if year:
+        forms += [f"{year}-{month:02d}", f"{year}.{month}", f"{year}/{month}", f"{year}年{month}月"]
+        if day:
+            forms = [f"{year}-{month:02d}-{int(day):02d}", f"{year}年{month}月{int(day)}日"] + forms
+    return [f for f in forms if f]
+
+
 def _mentions(passage: Passage, entity: Entity) -> bool:
+    if entity.kind == "date":
+        return any(f in passage.text for f in _date_forms(entity.text))
+    if entity.kind == "ordinal":
+        number = chinese_number(entity.text[:-1])
+        return entity.text in passage.text or (
+            number is not None and f"{number}{entity.text[-1]}" in passage.text
+        )
     if entity.kind == "label":
         return entity.text in set(label_tokens(passage.text))
     if entity.kind in ("number", "year"):
@@ -522,7 +710,25 @@ class EvidenceGate(BaseNodePostprocessor):
     )
     check_entities: bool = True
     check_answer_type: bool = True
-    per_entity: bool = Field(True, description="Comparisons: every entity needs its own passage.")
+    per_entity: bool = Field(True, description="Comparisons: each entity needs its own passage.")
+    entity_quorum: float = Field(
+        1.0, ge=0, le=1, description='Share of the entities of "A和B分别…" that must pass.'
+    )
+    compare_quorum: float = Field(
+        1.0, ge=0, le=1, description='Same for a comparison ("A和B谁更早"): both values needed.'
+    )
+    typed_quorum: float = Field(
+        1.0, ge=0, le=1, description="Share of the entities with the attribute that need a value."
+    )
+    min_subject_coverage: float = Field(
+        0.5, ge=0, le=1, description='"X的Y是什么": share of X (beyond entities) with Y.'
+    )
+    subject_min_idf: float = Field(
+        1.6, ge=0, description="Subject words more common than this IDF are not checked."
+    )
+    min_last_head: float = Field(
+        0.0, ge=0, le=1, description="Match credit required for the last head term (0: off)."
+    )
     lookup: bool = Field(
         True, description="With a ledger: look up the entity / attribute the evidence lacks."
     )
@@ -555,10 +761,23 @@ class EvidenceGate(BaseNodePostprocessor):
 
     # ----- ledger helpers ----------------------------------------------------------------------
     def _weights(self, terms: Sequence[str]) -> dict[str, float]:
+        """IDF of each term in the keyword index (document frequencies cached for a while)."""
         if self._ledger is None or not terms:
             return dict.fromkeys(terms, 1.0)
-        freqs, total = self._ledger.term_document_frequencies(list(terms))
-        return idf_weights(list(terms), freqs, total)
+        now = time.monotonic()
+        url = self._ledger.url
+        stamp, total, cached = _DF.get(url, (0.0, 0, {}))
+        if now - stamp > _DF_TTL:
+            stamp, total, cached = now, 0, {}
+        unknown = [t for t in dict.fromkeys(terms) if t not in cached]
+        if unknown or not total:
+            freqs, total = self._ledger.term_document_frequencies(unknown or list(terms)[:1])
+            for t in unknown:
+                cached[t] = freqs.get(t, 0)
+            if len(cached) > _DF_MAX:
+                cached = {t: cached[t] for t in terms}
+            _DF[url] = (stamp, total, cached)
+        return idf_weights(list(terms), {t: cached[t] for t in terms}, total)
 
     def _allowed(self, doc_ids: Sequence[str]) -> list[str]:
         if self.doc_ids is None:
@@ -566,15 +785,28 @@ class EvidenceGate(BaseNodePostprocessor):
         allowed = set(self.doc_ids)
         return [d for d in doc_ids if d in allowed]
 
-    def _doc_heads(self, doc_ids: Sequence[str]) -> dict[str, Passage]:
-        """The opening chunk of each document (where a record names its subject)."""
+    def _doc_heads(self, passages: Sequence[Passage]) -> dict[str, Passage]:
+        """The opening chunk of each passage's document (where a record names its subject).
+
+        Cached per (ledger, document, version): a version's chunks never change.
+        """
         out: dict[str, Passage] = {}
         if self._ledger is None:
             return out
-        for doc_id in dict.fromkeys(doc_ids):
-            first = self._ledger.active_chunks_at(doc_id, [0]).get(0)
-            if first is not None:
-                out[doc_id] = Passage(None, first.title_path + "\n" + first.text, doc_id, -1)
+        versions = {p.doc_id: p.version for p in passages}
+        for doc_id, version in versions.items():
+            key = (self._ledger.url, doc_id, version)
+            head = _HEADS.get(key) if version is not None else None
+            if head is None:
+                first = self._ledger.active_chunks_at(doc_id, [0]).get(0)
+                if first is None:
+                    continue
+                head = Passage(None, first.title_path + "\n" + first.text, doc_id, -1)
+                if version is not None and first.version == version:
+                    _HEADS[key] = head
+                    while len(_HEADS) > _HEADS_MAX:
+                        _HEADS.pop(next(iter(_HEADS)))
+            out[doc_id] = head
         return out
 
     @staticmethod
@@ -630,35 +862,74 @@ class EvidenceGate(BaseNodePostprocessor):
         chunks = self._ledger.active_chunks_by_id([c for c, _ in hits], tenant=tenant)
         return [self._passage(chunks[c], tenant) for c, _ in hits if c in chunks]
 
-    def _scan(self, doc_ids: Sequence[str], tenant: str) -> list[Passage]:
-        """Every active chunk of the given (in-scope) documents, within the scan budget."""
+    def _scan(
+        self, doc_ids: Sequence[str], tenant: str, versions: dict[str, int | None]
+    ) -> list[Passage]:
+        """Every active chunk of the given (in-scope) documents, within the scan budget.
+
+        Cached per (ledger, document, version) like the opening chunks.
+        """
         out: list[Passage] = []
         if self._ledger is None:
             return out
         for doc_id in self._allowed(doc_ids):
-            chunks = self._ledger.active_chunks(doc_id)
-            if len(out) + len(chunks) > self.lookup_scan_chunks:
+            version = versions.get(doc_id)
+            key = (self._ledger.url, doc_id, version)
+            doc = _DOCS.get(key) if version is not None else None
+            if doc is None:
+                chunks = self._ledger.active_chunks(doc_id)
+                doc = [self._passage(c, tenant) for c in chunks]
+                if version is not None and chunks and chunks[0].version == version:
+                    _DOCS[key] = doc
+                    while len(_DOCS) > _DOCS_MAX:
+                        _DOCS.pop(next(iter(_DOCS)))
+            if len(out) + len(doc) > self.lookup_scan_chunks:
                 break
-            out += [self._passage(c, tenant) for c in chunks]
+            out += doc
         return out
 
     # ----- decision ----------------------------------------------------------------------------
     def _passes(
-        self, sub: SubQuestion, p: Passage, weights: dict[str, float]
+        self,
+        sub: SubQuestion,
+        p: Passage,
+        weights: dict[str, float],
+        anchors: Sequence[Entity] = (),
     ) -> tuple[bool, bool, float, float]:
         c = self.window_credit
-        h = _coverage(p, sub.head, weights, c) if sub.head else 1.0
-        a = _coverage(p, sub.attribute, weights, c) if sub.attribute else 1.0
+        terms = sub.attribute + sub.head + sub.subject
+        w = {t: weights.get(t, 1.0) * sub.pos.get(t, 1.0) for t in terms}
+        nouns = sub.head_has_noun
+        # a head of verbs only ("设在哪个城市") is checked through the attribute, and not at all when
+        # the passage names the question's entity ("异地灾备中心…位于贵阳")
+        h = _coverage(p, sub.head, w, c) if sub.head and nouns else 1.0
+        qualifiers = [e for e in anchors if e.kind in _QUALIFIERS]
+        anchored = not nouns and any(_mentions(p, e) for e in anchors if e.kind not in _QUALIFIERS)
+        a = _coverage(p, sub.attribute, w, c) if sub.attribute and not anchored else 1.0
         ok = h >= self.min_head_coverage and a >= self.min_attribute_coverage
+        if ok and qualifiers:
+            # "65周岁…10年交", "二次赔付": the numbers qualify the asked value, in the same passage
+            ok = all(_mentions(p, e) for e in qualifiers)
+        subject = [t for t in sub.subject if weights.get(t, 1.0) >= self.subject_min_idf]
+        if ok and subject:
+            # only specific subject words count ("财务报销系统的…"), not 案件/公司
+            ok = _coverage(p, subject, w, c) >= self.min_subject_coverage
+        if ok and self.min_last_head > 0 and nouns:
+            last = [t for t in sub.head if sub.pos.get(t, 1.0) >= 1.0][-1]
+            ok = p.match(last, c) >= self.min_last_head
         return ok, ok and self._typed(sub, p), h, a
 
     def _best(
-        self, sub: SubQuestion, group: Sequence[Passage], weights: dict[str, float]
+        self,
+        sub: SubQuestion,
+        group: Sequence[Passage],
+        weights: dict[str, float],
+        anchors: Sequence[Entity] = (),
     ) -> tuple[tuple[bool, bool, float, float], Passage | None]:
         best: tuple[bool, bool, float, float] = (False, False, 0.0, 0.0)
         where: Passage | None = None
         for p in group:
-            r = self._passes(sub, p, weights)
+            r = self._passes(sub, p, weights, anchors)
             if (r[1], r[0], r[2] + r[3]) > (best[1], best[0], best[2] + best[3]):
                 best, where = r, p
         return best, where
@@ -685,18 +956,21 @@ class EvidenceGate(BaseNodePostprocessor):
             "attribute": analysis.attribute_terms,
             "answer_types": [s.answer_type for s in analysis.subquestions],
         }
+        q_terms = list(query_tokens(question))
         all_terms = list(
             dict.fromkeys(
                 analysis.attribute_terms
                 + analysis.head_terms
                 + [_squash(e.text) for e in analysis.entities]
+                + q_terms
             )
         )
         weights = self._weights(all_terms)
         supplements: dict[str, Passage] = {}
-        heads = self._doc_heads([p.doc_id for p in passages]) if analysis.main_entities else {}
+        heads = self._doc_heads(passages) if analysis.main_entities else {}
         # 2. every specific entity must be in the evidence (or, looked up, in the scope)
         entity_docs: dict[str, set[str]] = {}
+        entity_versions: dict[str, int | None] = {}
         if self.check_entities:
             missing = []
             for e in analysis.entities:
@@ -718,6 +992,7 @@ class EvidenceGate(BaseNodePostprocessor):
                     missing.append(e.text)
                 elif e.kind in _MAIN:
                     entity_docs[e.text] = {p.doc_id for p in found}
+                    entity_versions.update({p.doc_id: p.version for p in found})
                 else:
                     best = max(found, key=lambda p: _coverage(p, analysis.head_terms, weights))
                     supplements.setdefault(best.key, best)
@@ -727,6 +1002,8 @@ class EvidenceGate(BaseNodePostprocessor):
         # which passages belong to which entity (by mention, or by their document)
         main = analysis.main_entities
         pool = passages + list(supplements.values())
+        versions = {p.doc_id: p.version for p in pool}
+        versions.update(entity_versions)
         groups: list[tuple[str, set[str]]] = []
         if main:
             for e in main:
@@ -738,10 +1015,12 @@ class EvidenceGate(BaseNodePostprocessor):
                 # "根据X医院的判决书，…": the entity's documents must be of that kind
                 kind = analysis.doc_type
                 for name, docs in groups:
-                    heads.update(self._doc_heads([d for d in docs if d not in heads]))
+                    heads.update(self._doc_heads([p for p in pool if p.doc_id not in heads]))
                     seen = [p for p in pool if p.doc_id in docs] + [heads[d] for d in docs if d in heads]
                     if docs and not any(kind in p.text for p in seen):
-                        scanned_docs = self._scan(sorted(docs), tenant) if use_lookup else []
+                        scanned_docs = (
+                            self._scan(sorted(docs), tenant, versions) if use_lookup else []
+                        )
                         if not any(kind in p.text for p in scanned_docs):
                             details["missing_document_type"] = kind
                             return GateDecision(True, "scope_missing", details)
@@ -753,20 +1032,21 @@ class EvidenceGate(BaseNodePostprocessor):
         # of the asked type
         checks = []
         scanned: dict[str, list[Passage]] = {}
+        anchors = [e for e in analysis.entities if not e.scope and e.kind != "year"]
         for name, docs in groups:
             group = [p for p in pool if p.doc_id in docs]
             for sub in analysis.subquestions:
-                best, where = self._best(sub, group, weights)
+                best, where = self._best(sub, group, weights, anchors)
                 source = "evidence"
                 if not best[1] and use_lookup and docs:
                     terms = sub.head + [t for t in sub.attribute if t not in sub.head]
                     found = self._search(terms, tenant, sorted(docs))
-                    r, p = self._best(sub, found, weights)
+                    r, p = self._best(sub, found, weights, anchors)
                     if not r[1]:
                         key = "|".join(sorted(docs))
                         if key not in scanned:
-                            scanned[key] = self._scan(sorted(docs), tenant)
-                        r, p = self._best(sub, scanned[key], weights)
+                            scanned[key] = self._scan(sorted(docs), tenant, versions)
+                        r, p = self._best(sub, scanned[key], weights, anchors)
                     if r[1] and p is not None:
                         best, where, source = r, p, "lookup"
                         supplements.setdefault(p.key, p)
@@ -783,13 +1063,20 @@ class EvidenceGate(BaseNodePostprocessor):
                     }
                 )
         details["checks"] = checks
-        if any(not c["ok"] for c in checks):
+        names = list(dict.fromkeys(c["entity"] for c in checks))
+        ok = [n for n in names if all(c["ok"] for c in checks if c["entity"] == n)]
+        typed = [n for n in ok if all(c["typed"] for c in checks if c["entity"] == n)]
+        quorum = self.compare_quorum if analysis.comparative else self.entity_quorum
+        need = max(1, math.ceil(quorum * len(names) - 1e-9))
+        if len(ok) < need:
             return GateDecision(True, "attribute_missing", details)
-        if self.check_answer_type and any(not c["typed"] for c in checks):
+        # an entity whose documents name the attribute but give no value of the asked type is the
+        # classic near miss ("提高了员工满意度" for "员工满意度是多少")
+        need_typed = max(need, math.ceil(self.typed_quorum * len(ok) - 1e-9))
+        if self.check_answer_type and len(typed) < need_typed:
             return GateDecision(True, "answer_type_missing", details)
         # 5. overall coverage of the question by the best passage
-        q_terms = list(query_tokens(question))
-        q_weights = self._weights(q_terms)
+        q_weights = {t: weights.get(t, 1.0) for t in q_terms}
         pool = passages + list(supplements.values())
         best_q = max(_coverage(p, q_terms, q_weights) for p in pool) if q_terms else 1.0
         details["question_coverage"] = round(best_q, 3)

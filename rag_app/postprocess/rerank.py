@@ -10,6 +10,8 @@ folder (``rerank_model = "hf:<path>"``).
 from __future__ import annotations
 
 import math
+import re
+from functools import lru_cache
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,13 +38,32 @@ def question_weights(ledger: Ledger | None, question: str) -> dict[str, float]:
     return idf_weights(tokens, freqs, total)
 
 
+_LINE_LABEL = re.compile(r"^[#*\s]*第[零〇一二两三四五六七八九十百千\d]+(?:条|章|节|编)")
+_ASCII_TOKEN = re.compile(r"[0-9a-z._-]+")
+
+
+@lru_cache(maxsize=8192)
+def _boundary_pattern(token: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![0-9a-z])" + re.escape(token) + r"(?![0-9a-z])")
+
+
+def term_in(token: str, body: str) -> bool:
+    """``token`` occurs in lower-cased ``body``; ASCII words and numbers must match whole
+    (so "30" is not found in "307"), CJK tokens as substrings."""
+    if token not in body:
+        return False
+    if _ASCII_TOKEN.fullmatch(token):
+        return _boundary_pattern(token).search(body) is not None
+    return True
+
+
 def coverage(text: str, weights: dict[str, float]) -> float:
-    """IDF-weighted share of the query tokens that occur in ``text`` (lower-cased substring)."""
+    """IDF-weighted share of the query tokens that occur in ``text`` (see :func:`term_in`)."""
     total = sum(weights.values())
     if total <= 0:
         return 0.0
     body = text.lower()
-    return sum(w for t, w in weights.items() if t in body) / total
+    return sum(w for t, w in weights.items() if term_in(t, body)) / total
 
 
 def best_line_coverage(text: str, weights: dict[str, float]) -> float:
@@ -54,12 +75,12 @@ class LexicalReranker(BaseNodePostprocessor):
     """Model-free reranker; every weight is a setting."""
 
     top_n: int = Field(5, gt=0)
-    w_rank: float = Field(1.0, ge=0, description="Weight of 1/rank in the fused list.")
+    w_rank: float = Field(0.3, ge=0, description="Weight of 1/rank in the fused list.")
     w_coverage: float = Field(1.0, ge=0)
     w_heading: float = Field(0.5, ge=0)
-    w_line: float = Field(0.5, ge=0)
+    w_line: float = Field(1.0, ge=0)
     w_label: float = Field(
-        1.0, ge=0, description="Bonus when a 第X条 label of the question is in the heading path."
+        1.0, ge=0, description="Bonus when a 第X条 label of the question heads the path or a line."
     )
     _ledger: Ledger | None = PrivateAttr(default=None)
 
@@ -78,7 +99,13 @@ class LexicalReranker(BaseNodePostprocessor):
         for rank, node in enumerate(nodes, start=1):
             path = str(node.node.metadata.get("title_path", ""))
             text = node.node.get_content()
+            # labels that head the path or start a line of the text (an article's own label,
+            # not a cross-reference such as "依照本法第三十三条")
             path_labels = set(label_tokens(path))
+            for line in text.splitlines():
+                head = _LINE_LABEL.match(line.strip())
+                if head:
+                    path_labels.update(label_tokens(head.group(0)))
             out.append(
                 {
                     "rank": 1.0 / rank,

@@ -16,7 +16,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rag_app.retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from rag_app.retrieval.scope import Scope
-from rag_app.retrieval.tokenizer import query_tokens
+from rag_app.retrieval.tokenizer import label_tokens, query_tokens
 from rag_app.store.ledger import Ledger
 from rag_app.store.vectors import VectorStore
 from rag_app.types import ChunkInfo
@@ -63,6 +63,7 @@ class HybridRetriever(BaseRetriever):
         dense_weight: float = 1.0,
         keyword_weight: float = 1.0,
         candidates: int = 30,
+        label_dense_factor: float = 0.1,
     ) -> None:
         super().__init__()
         if top_k <= 0:
@@ -76,6 +77,7 @@ class HybridRetriever(BaseRetriever):
         self.fusion = fusion
         self.rrf_k = rrf_k
         self.weights = {"dense": dense_weight, "keyword": keyword_weight}
+        self.label_dense_factor = label_dense_factor
         self.candidates = max(candidates, top_k)
         self.last_timings: dict[str, float] = {}
 
@@ -116,15 +118,17 @@ class HybridRetriever(BaseRetriever):
             t0 = time.perf_counter()
             keyword = self.keyword(question, self.candidates)
             timings["keyword_ms"] = (time.perf_counter() - t0) * 1000
+        weights = dict(self.weights)
+        if label_tokens(question):
+            # "…第三十三条…": an exact look-up; the dense branch can't read article numbers
+            weights["dense"] *= self.label_dense_factor
         if self.fusion == "weighted":
-            fused = weighted_score_fusion(
-                {"dense": dict(dense), "keyword": dict(keyword)}, self.weights
-            )
+            fused = weighted_score_fusion({"dense": dict(dense), "keyword": dict(keyword)}, weights)
         else:
             fused = reciprocal_rank_fusion(
                 {"dense": [c for c, _ in dense], "keyword": [c for c, _ in keyword]},
                 k=self.rrf_k,
-                weights=self.weights,
+                weights=weights,
             )
         top = fused[: self.top_k]
         chunks = self.ledger.active_chunks_by_id([c for c, _ in top], tenant=self.scope.tenant)
