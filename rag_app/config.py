@@ -52,8 +52,18 @@ class Settings(BaseSettings):
     )
     rerank_candidates: int = Field(20, ge=1, description="Fused candidates handed to the reranker.")
     gate: bool = Field(True, description="Refuse when the evidence doesn't support the question.")
-    gate_min_attribute_coverage: float = Field(0.5, ge=0, le=1)
-    gate_min_question_coverage: float = Field(0.35, ge=0, le=1)
+    gate_min_head_coverage: float = Field(
+        0.5, ge=0, le=1, description="Gate: share of the asked head ('X的血型' → 血型) in a passage."
+    )
+    gate_min_attribute_coverage: float = Field(
+        0.4, ge=0, le=1, description="Gate: share of the whole predicate in that passage."
+    )
+    gate_min_question_coverage: float = Field(
+        0.3, ge=0, le=1, description="Gate: share of the question's content in the best document."
+    )
+    gate_lookup: bool = Field(
+        True, description="Gate: look up the entity's documents (in scope) when retrieval missed."
+    )
     neighbors: Literal["auto", "always", "never"] = Field(
         "auto", description="Add the next chunk when a hit is cut (auto), always, or never."
     )

@@ -55,8 +55,12 @@ def build_query_engine(
     gate = (
         EvidenceGate(
             ledger=kb.ledger,
+            min_head_coverage=s.gate_min_head_coverage,
             min_attribute_coverage=s.gate_min_attribute_coverage,
             min_question_coverage=s.gate_min_question_coverage,
+            lookup=s.gate_lookup,
+            tenant=tenant,
+            doc_ids=list(doc_ids) if doc_ids is not None else None,
         )
         if s.gate
         else None

@@ -15,6 +15,7 @@ class QAItem(BaseModel):
     question: str
     answerable: bool = True
     answers: list[str] = Field(default_factory=list)
+    answer_groups: list[list[str]] = Field(default_factory=list)
     answer_match: str = "any"  # any | all | reference
     gold_docs: list[str] = Field(default_factory=list)
     gold_spans: list[str] = Field(default_factory=list)

@@ -23,7 +23,7 @@ def squash(text: str) -> str:
 
 def span_hit(chunk_text: str, gold_spans: Iterable[str]) -> bool:
     body = squash(chunk_text)
-    return any(sp and squash(sp) in body for sp in gold_spans)
+    return any(squash(sp) and squash(sp) in body for sp in gold_spans)
 
 
 def row_in_chunk(chunk_text: str, row: Mapping[str, Any]) -> bool:

@@ -215,7 +215,7 @@ def _pos_weight(flag: str) -> float:
 
 
 VERB_WEIGHT = 0.4
-PROMOTE = "last"
+PROMOTE = "ifnone"
 _QUALIFIERS = ("number", "ordinal", "date")
 CONTEXT_WEIGHT = 0.5
 _MAIN = ("person", "org", "title", "name")
@@ -451,7 +451,8 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         pos: dict[str, float] = {}
         before_clean = _strip_entities(before, entities)
         # what is asked follows the last entity: "公司的异地灾备中心设在…" asks about 设在, not 公司
-        predicate = _strip_entities(_after_entities(before, entities), entities)
+        names = [e for e in entities if e.kind not in _QUALIFIERS and e.kind != "year"]
+        predicate = _strip_entities(_after_entities(before, names), entities)
         head_before = _head_before(predicate)
         head_before = re.sub(r"^(?:是|有|为|在)+|(?:是|有|为|要|会|能|可以|应该|需要)+$", "", head_before)
         head_after = _strip_entities(after, entities)
@@ -700,10 +701,10 @@ class EvidenceGate(BaseNodePostprocessor):
     """Passes the evidence through (plus any chunk it looked up), or refuses and records why."""
 
     min_head_coverage: float = Field(
-        0.6, ge=0, le=1, description="IDF-weighted fuzzy share of the asked head in one passage."
+        0.5, ge=0, le=1, description="IDF-weighted fuzzy share of the asked head in one passage."
     )
     min_attribute_coverage: float = Field(
-        0.5, ge=0, le=1, description="Share of the whole predicate in that same passage."
+        0.4, ge=0, le=1, description="Share of the whole predicate in that same passage."
     )
     min_question_coverage: float = Field(
         0.3, ge=0, le=1, description="Share of all question terms in the best passage."
@@ -712,7 +713,7 @@ class EvidenceGate(BaseNodePostprocessor):
     check_answer_type: bool = True
     per_entity: bool = Field(True, description="Comparisons: each entity needs its own passage.")
     entity_quorum: float = Field(
-        1.0, ge=0, le=1, description='Share of the entities of "A和B分别…" that must pass.'
+        0.5, ge=0, le=1, description='Share of the entities of "A和B分别…" that must pass.'
     )
     compare_quorum: float = Field(
         1.0, ge=0, le=1, description='Same for a comparison ("A和B谁更早"): both values needed.'
@@ -721,7 +722,7 @@ class EvidenceGate(BaseNodePostprocessor):
         1.0, ge=0, le=1, description="Share of the entities with the attribute that need a value."
     )
     min_subject_coverage: float = Field(
-        0.5, ge=0, le=1, description='"X的Y是什么": share of X (beyond entities) with Y.'
+        0.3, ge=0, le=1, description='"X的Y是什么": share of X (beyond entities) with Y.'
     )
     subject_min_idf: float = Field(
         1.6, ge=0, description="Subject words more common than this IDF are not checked."
@@ -737,7 +738,7 @@ class EvidenceGate(BaseNodePostprocessor):
         120, ge=0, description="Scan the entity's documents chunk by chunk up to this many chunks."
     )
     type_window: int = Field(
-        40, ge=0, description="A number/date must lie within this many chars of the head term."
+        20, ge=0, description="A number/date must lie within this many chars of the head term."
     )
     window_credit: float = Field(
         0.75, ge=0, le=1, description="Credit for a term whose chars occur in order nearby."
@@ -956,15 +957,15 @@ class EvidenceGate(BaseNodePostprocessor):
             "attribute": analysis.attribute_terms,
             "answer_types": [s.answer_type for s in analysis.subquestions],
         }
-        q_terms = list(query_tokens(question))
-        all_terms = list(
+        # the question's content: its names and the words of what it asks (not 谁更高, 请问…)
+        q_terms = list(
             dict.fromkeys(
-                analysis.attribute_terms
+                [_squash(e.text) for e in analysis.entities if not e.scope]
+                + analysis.attribute_terms
                 + analysis.head_terms
-                + [_squash(e.text) for e in analysis.entities]
-                + q_terms
             )
         )
+        all_terms = q_terms + [_squash(e.text) for e in analysis.entities if e.scope]
         weights = self._weights(all_terms)
         supplements: dict[str, Passage] = {}
         heads = self._doc_heads(passages) if analysis.main_entities else {}
@@ -1075,10 +1076,16 @@ class EvidenceGate(BaseNodePostprocessor):
         need_typed = max(need, math.ceil(self.typed_quorum * len(ok) - 1e-9))
         if self.check_answer_type and len(typed) < need_typed:
             return GateDecision(True, "answer_type_missing", details)
-        # 5. overall coverage of the question by the best passage
+        # 5. overall coverage of the question by the best document (its evidence passages and its
+        # opening chunk read together)
         q_weights = {t: weights.get(t, 1.0) for t in q_terms}
         pool = passages + list(supplements.values())
-        best_q = max(_coverage(p, q_terms, q_weights) for p in pool) if q_terms else 1.0
+        by_doc: dict[str, list[str]] = {}
+        for p in pool:
+            by_doc.setdefault(p.doc_id, [heads[p.doc_id].text] if p.doc_id in heads else [])
+            by_doc[p.doc_id].append(p.text)
+        joined = [Passage(None, "\n".join(texts), d, -1) for d, texts in by_doc.items()]
+        best_q = max(_coverage(p, q_terms, q_weights) for p in joined) if q_terms else 1.0
         details["question_coverage"] = round(best_q, 3)
         if best_q < self.min_question_coverage:
             return GateDecision(True, "low_coverage", details)
@@ -1086,6 +1093,11 @@ class EvidenceGate(BaseNodePostprocessor):
         extra = [p.node for k, p in supplements.items() if p.node is not None and k not in have]
         if extra:
             details["supplemented"] = [n.node.node_id for n in extra]
+            if self._ledger is not None:  # citations need the document's path
+                sources = self._ledger.document_sources(n.node.metadata["doc_id"] for n in extra)
+                for n in extra:
+                    path, _ = sources.get(n.node.metadata["doc_id"], ("", tenant))
+                    n.node.metadata["source"] = path
         return GateDecision(False, None, details, extra)
 
     def _typed(self, sub: SubQuestion, passage: Passage) -> bool:

@@ -84,9 +84,12 @@ def test_compare_prints_deltas_and_json(tmp_path):
     assert deltas["categories"]["policy"]["n"]["delta"] == 0
 
 
-def test_usage_errors_exit_2(tmp_path):
+def test_usage_errors_exit_2(tmp_path, corpus):
     assert runner.invoke(app, ["eval"]).exit_code == 2
     assert runner.invoke(app, ["eval", str(tmp_path / "missing.jsonl")]).exit_code == 2
+    _, qa = corpus
+    empty = runner.invoke(app, ["eval", str(qa), "--kb", str(tmp_path / "empty")])
+    assert empty.exit_code == 2 and "pass --docs DIR" in " ".join(empty.output.split())
     bad = tmp_path / "bad.json"
     bad.write_text("[]", encoding="utf-8")
     result = runner.invoke(app, ["eval", "--compare", str(bad), str(bad)])
