@@ -61,7 +61,9 @@ SWEEP_STAGE2: dict[str, list[Any]] = {
 
 
 def half(item_id: str) -> str:
-    return "calibration" if int(hashlib.sha1(item_id.encode()).hexdigest(), 16) % 2 == 0 else "check"
+    return (
+        "calibration" if int(hashlib.sha1(item_id.encode()).hexdigest(), 16) % 2 == 0 else "check"
+    )
 
 
 def kind(item: QAItem) -> str:
@@ -150,9 +152,7 @@ def summarize(items: list[QAItem], decisions: dict[str, Any], split: bool) -> di
     return out
 
 
-def threshold_baseline(
-    items: list[QAItem], data: dict[str, Any], score: str
-) -> dict[str, Any]:
+def threshold_baseline(items: list[QAItem], data: dict[str, Any], score: str) -> dict[str, Any]:
     """Refuse when one score is below t; t chosen on the calibration half."""
 
     def value(item: QAItem) -> float:
@@ -167,7 +167,10 @@ def threshold_baseline(
     best_t, best = 0.0, (-1.0, 0.0)
     for t in candidates:
         r = rates([(it, value(it) < t) for it in cal])
-        if r["false_refusal"] <= MAX_FALSE_REFUSAL and (r["unanswerable_refused"], -r["false_refusal"]) > best:
+        if (
+            r["false_refusal"] <= MAX_FALSE_REFUSAL
+            and (r["unanswerable_refused"], -r["false_refusal"]) > best
+        ):
             best_t, best = t, (r["unanswerable_refused"], -r["false_refusal"])
     result: dict[str, Any] = {"score": score, "threshold": best_t}
     for name in ("calibration", "check"):
@@ -239,7 +242,9 @@ def main() -> None:
         "p90_ms": round(ms[int(0.9 * (len(ms) - 1))], 2),
         "max_ms": round(ms[-1], 2),
     }
-    no_lookup = summarize(items, run_gate(kb, items, data, **settings, lookup=False)["decisions"], True)
+    no_lookup = summarize(
+        items, run_gate(kb, items, data, **settings, lookup=False)["decisions"], True
+    )
     baselines = [threshold_baseline(items, data, s) for s in ("dense_top", "top_coverage")]
 
     # the bundled sample KB, built fresh (10 s) so that it matches data/knowledge
@@ -254,7 +259,9 @@ def main() -> None:
             it.id for it in sample_items if it.answerable and srun["decisions"][it.id].refused
         ]
         sample["passed_unanswerable"] = [
-            it.id for it in sample_items if not it.answerable and not srun["decisions"][it.id].refused
+            it.id
+            for it in sample_items
+            if not it.answerable and not srun["decisions"][it.id].refused
         ]
         sample["reasons_by_id"] = {
             it.id: srun["decisions"][it.id].reason for it in sample_items if not it.answerable

@@ -205,6 +205,7 @@ def main() -> None:
             metrics["_chunks"] = chunks
             metrics["_seconds"] = round(time.perf_counter() - t0, 1)
             results["datasets"][name]["configs"][config] = metrics
+            write_result(args.name, results)  # after every config: partial results survive
             a = metrics["ALL"]
             print(
                 f"{name:16} {config:18} R@5 {a['recall@5']:.3f} MRR {a['mrr@5']:.3f} chars {a['avg_chars_top5']:.0f} p95 {a['p95_ms']:.0f}ms",

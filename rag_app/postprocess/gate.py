@@ -1,28 +1,35 @@
 """EvidenceGate: refuse before generation when the evidence does not support the question.
 
 A score threshold can't tell "the entity is there but the asked detail is not" from a real answer
-(measured on the dev data: see ``benchmarks/gate.py``). The gate therefore reads the question
-(:func:`analyze_question`) and checks the reranked evidence passage by passage:
+(measured on the dev data: ``benchmarks/gate.py``). The gate reads the question
+(:func:`analyze_question`: entities, the asked *head* and predicate, the answer type) and checks
+the reranked evidence passage by passage. Reasons, in the order they are checked:
 
-1. ``no_evidence``          nothing was retrieved in scope;
-2. ``entity_missing``       a specific entity of the question (某某-style names, companies, hospitals,
-                            courts, 《titles》, quoted terms, codes, numbers, article labels, capitalised
-                            English names) is in no evidence passage;
-3. ``attribute_missing``    no passage that belongs to the entity covers the asked attribute: the
-                            *head* (what is asked: "X的血型是什么" → 血型, "是什么颜色" → 颜色) and the
-                            rest of the predicate, with fuzzy matching (chars in order within a short
-                            window, char bigrams, English stems) weighted by IDF; in a comparison
-                            ("A和B的Y谁更高", "A和B分别…") every entity needs its own passage;
-4. ``answer_type_missing``  the passage holding the attribute has no value of the type asked: a
-                            number for 多少/几/多久/how many, a date for 何时/哪一年/哪一天/when;
-5. ``low_coverage``         the best passage covers too little of the question overall.
+``no_evidence``          nothing was retrieved in scope;
+``entity_missing``       a specific entity of the question (某某-style names, companies, hospitals,
+                         courts, 《titles》, codes, numbers and dates, 第X条 labels, capitalised English
+                         names) is neither in the evidence nor, looked up, anywhere in scope;
+``scope_missing``        "根据X的判决书，…" but the entity's documents are no 判决书;
+``attribute_missing``    no passage of the entity's documents holds what is asked: the head
+                         ("X的血型是什么" → 血型, "是什么颜色" → 颜色, nouns weighted over verbs), the
+                         rest of the predicate and the subject ("财务报销系统的…"), by IDF-weighted
+                         fuzzy coverage (chars in order nearby, char bigrams, English stems and
+                         abbreviations); a comparison ("A和B谁更早") needs every entity, "A和B分别…"
+                         half of them;
+``answer_type_missing``  the passages with the attribute hold no value of the type asked near it: a
+                         number (not a date) for 多少/几/多久/更高/how many, a date for
+                         何时/哪一年/…时间/更早/when; an entity whose documents name the attribute
+                         without a value is the classic near miss ("提高了员工满意度");
+``low_coverage``         the best document covers too little of the question's content.
 
 A passage belongs to an entity when it names it, or when its document names it in a retrieved
-passage or in its opening chunk (a record names its patient once, in the header). With a ledger the
-gate can also look up, inside the scope, the chunks of the entity's documents that hold the
-attribute when retrieval missed them (``lookup``); found chunks are appended to the evidence.
+passage or in its opening chunk (a record names its patient once, in the header). With a ledger
+the gate looks, inside the scope (tenant and documents), for what retrieval missed: the entity, or
+the chunk of the entity's document that holds the attribute; such chunks are appended to the
+evidence (``GateDecision.supplements``), so that a two-document comparison is answered from both.
 
-Every threshold is a field, calibrated on development data (``benchmarks/gate.py``).
+Every threshold is a field, calibrated on the calibration half of the dev data
+(``benchmarks/gate.py --sweep``).
 """
 
 from __future__ import annotations
@@ -54,9 +61,7 @@ from rag_app.types import ChunkInfo
 
 # ----- question words ------------------------------------------------------------------------
 # Longest first; each group maps to the answer type it asks for.
-_QW_DATE = (
-    r"什么时候|什么时间|何时|哪一年|哪年|哪一天|哪天|哪个月|哪一月|哪月|几月份|几月|几号|几点|哪一日"
-)
+_QW_DATE = r"什么时候|什么时间|何时|哪一年|哪年|哪一天|哪天|哪个月|哪一月|哪月|几月份|几月|几号|几点|哪一日"
 _QW_NUMBER = r"多少|多长时间|多长|多久|多大|多高|多重|多远|多宽|多深|多快|几[个次年天岁月位项条名只家台种倍级层期]?"
 _QW_PERSON = r"哪一位|哪位|是谁|谁"
 _QW_PLACE = r"哪里|哪儿|何处|何地|在哪(?![些个种类一家位年天月])"
@@ -87,7 +92,9 @@ _QW_EN = re.compile(
     r"|(?P<place>where)|(?P<reason>why)|(?P<how>how)|(?P<what>what|which))\b",
     re.IGNORECASE,
 )
-_EN_YESNO = re.compile(r"^(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have)\b", re.I)
+_EN_YESNO = re.compile(
+    r"^(?:is|are|was|were|do|does|did|can|could|should|will|would|has|have)\b", re.I
+)
 
 # Head nouns that name the *type* of the answer rather than what is asked ("判决时间" → 判决 + a
 # date, "什么意思" → the entity's description); they are not required literally.
@@ -103,7 +110,9 @@ GENERIC = frozenset(
     """.split()
 )
 _GENERIC_AFFIXES = sorted(
-    (w for w in GENERIC if len(w) >= 2 and re.fullmatch(r"[\u4e00-\u9fff]+", w)), key=len, reverse=True
+    (w for w in GENERIC if len(w) >= 2 and re.fullmatch(r"[\u4e00-\u9fff]+", w)),
+    key=len,
+    reverse=True,
 )
 _AFFIX_END = re.compile("(?:" + "|".join(_GENERIC_AFFIXES) + ")$")
 _AFFIX_START = re.compile("(?:" + "|".join(_GENERIC_AFFIXES) + ")")
@@ -122,9 +131,13 @@ _ORG_SUFFIX = (
 _ORG = re.compile(rf"(?:[^\s{_NOT_NAME}]){{2,24}}?(?:{_ORG_SUFFIX})")
 _ORG_MORE = re.compile(rf"(?:[^\s{_NOT_NAME}]){{0,4}}?(?:{_ORG_SUFFIX})")
 _ORG_CORE = re.compile(rf"(?:{_ORG_SUFFIX})$")
-_PERSON = re.compile(r"(?<!某)([^\W\d_的是在有对与及等为某一个这那该本其各每])(某某?)(?![个些种天日年位项次人])")
+_PERSON = re.compile(
+    r"(?<!某)([^\W\d_的是在有对与及等为某一个这那该本其各每])(某某?)(?![个些种天日年位项次人])"
+)
 _TITLE = re.compile(r"[《“\"「『]([^》”\"」』]{2,40})[》”\"」』]")
-_CODE = re.compile(r"(?<![A-Za-z0-9_.])[A-Za-z][A-Za-z0-9_.\-]*[A-Za-z0-9](?![A-Za-z0-9_])|\d+(?:\.\d+)?")
+_CODE = re.compile(
+    r"(?<![A-Za-z0-9_.])[A-Za-z][A-Za-z0-9_.\-]*[A-Za-z0-9](?![A-Za-z0-9_])|\d+(?:\.\d+)?"
+)
 _EN_NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b([A-Z][a-zA-Z0-9]+(?:\s+[A-Z][a-zA-Z0-9]+)*)")
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})\s*年")
 _SCOPE = re.compile(
@@ -179,7 +192,14 @@ def _is_ascii_word(term: str) -> bool:
 
 def _stem(word: str) -> str:
     w = word.lower()
-    for suffix, keep in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+    for suffix, keep in (
+        ("ies", "y"),
+        ("sses", "ss"),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+    ):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3 and not w.endswith("ss"):
             return w[: len(w) - len(suffix)] + keep
     return w
@@ -215,7 +235,6 @@ def _pos_weight(flag: str) -> float:
 
 
 VERB_WEIGHT = 0.4
-PROMOTE = "ifnone"
 _QUALIFIERS = ("number", "ordinal", "date")
 CONTEXT_WEIGHT = 0.5
 _MAIN = ("person", "org", "title", "name")
@@ -350,7 +369,7 @@ def _entities_zh(q: str) -> list[Entity]:
     for m_p in _PERSON.finditer(q):
         if re.match(r"[\u4e00-\u9fff]", m_p.group(1)):
             entities.append(Entity(m_p.group(0), "person", m_p.start() < scope_end))
-    dated = set()
+    dated: set[int] = set()
     for m_d in _DATE_Q.finditer(q):
         # "2023年3月10日", "2022年6月": a dated qualifier, matched in any common notation
         entities.append(Entity(m_d.group(0), "date", m_d.start() < scope_end))
@@ -400,7 +419,9 @@ def _entities_zh(q: str) -> list[Entity]:
 
 
 _DATE_Q = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?")
-_CN_QUALIFIER = re.compile(r"(?<![第\d每久几])(?!一次)[一二三四五六七八九十两]{1,3}[次类级期档等](?![数量性])")
+_CN_QUALIFIER = re.compile(
+    r"(?<![第\d每久几])(?!一次)[一二三四五六七八九十两]{1,3}[次类级期档等](?![数量性])"
+)
 _LABEL_TEXT = re.compile(r"第[零〇一二两三四五六七八九十百千\d]+[编章节条款项]")
 _UNIT_CHARS = frozenset("年月日号个次岁天周元位项条名只家台种倍级层期分秒")
 
@@ -454,7 +475,9 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         names = [e for e in entities if e.kind not in _QUALIFIERS and e.kind != "year"]
         predicate = _strip_entities(_after_entities(before, names), entities)
         head_before = _head_before(predicate)
-        head_before = re.sub(r"^(?:是|有|为|在)+|(?:是|有|为|要|会|能|可以|应该|需要)+$", "", head_before)
+        head_before = re.sub(
+            r"^(?:是|有|为|在)+|(?:是|有|为|要|会|能|可以|应该|需要)+$", "", head_before
+        )
         head_after = _strip_entities(after, entities)
         head_after = re.split(r"[的之]", head_after)[-1]  # "哪家公司的利润" asks 利润
         after_terms = _content_terms(head_after, pos)
@@ -463,13 +486,9 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
             after_terms = after_terms[1:]  # "哪家公司倡议时间更早": 公司 only names the category
         if head_before.strip():
             head = _content_terms(head_before, pos)
-            # "X的Y": Y is a noun phrase whatever the tagger says (爱好, 学习成绩, 成立时间)
-            if PROMOTE == "ifnone":
-                promote = head[-1:] if not any(pos.get(t, 0) >= 1.0 for t in head) else []
-            else:
-                promote = head[-1:] if PROMOTE == "last" else head if PROMOTE == "all" else []
-            for t in promote:
-                pos[t] = 1.0
+            # "X的Y": Y is a noun phrase whatever the tagger says (爱好 is tagged as a verb)
+            if head and not any(pos.get(t, 0) >= 1.0 for t in head):
+                pos[head[-1]] = 1.0
         else:
             # no "的": the nouns before the question word ("住宿费每晚最多能报销多少元")
             words = _content_terms(predicate, pos) or _content_terms(before_clean, pos)
@@ -489,12 +508,18 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
             head = list(dict.fromkeys(topic + head))
         attribute = _content_terms(_strip_entities(before, entities) + " " + head_after, pos)
         # clauses before the asked one ("去香港出差，…") set the scene: they count half
-        scene = [t for t in _content_terms(_strip_entities(context, entities), pos) if t not in attribute]
+        scene = [
+            t for t in _content_terms(_strip_entities(context, entities), pos) if t not in attribute
+        ]
         for t in scene:
             pos[t] = pos.get(t, 1.0) * CONTEXT_WEIGHT
         attribute = list(dict.fromkeys(scene + attribute + head))
         raw_head = (head_before + head_after).strip()
-        if qtype in ("what", "list", "how", "yesno") and _DATE_HEAD.search(raw_head) and not _DURATION_BEFORE.search(clause):
+        if (
+            qtype in ("what", "list", "how", "yesno")
+            and _DATE_HEAD.search(raw_head)
+            and not _DURATION_BEFORE.search(clause)
+        ):
             qtype = "date"
         elif qtype in ("what", "how") and _NUMBER_HEAD.search(raw_head.rstrip("的")):
             qtype = "number"
@@ -565,6 +590,7 @@ def _analyze_en(q: str) -> QuestionAnalysis:
                 if re.fullmatch(_EN_AUX, w) or re.fullmatch(_EN_PREP, w):
                     break
                 head_words.append(w)
+
     def content(w: str) -> bool:
         return w not in STOPWORDS and w not in GENERIC and w not in _EN_FUNCTION and len(w) > 1
 
@@ -597,7 +623,7 @@ def analyze_question(question: str) -> QuestionAnalysis:
 # ----- matching ----------------------------------------------------------------------------------
 @lru_cache(maxsize=4096)
 def _window_pattern(term: str) -> re.Pattern[str]:
-    gap = ".{0,%d}" % max(4, len(term))
+    gap = f".{{0,{max(4, len(term))}}}"
     return re.compile(gap.join(re.escape(c) for c in term))
 
 
@@ -663,12 +689,12 @@ def _date_forms(text: str) -> list[str]:
     if m is None:
         return [_squash(text)]
     year, month, day = m.group(1), int(m.group(2)), m.group(3)
-    forms = [f"{month}月{int(day)}日" if day else None, f"{month}月{int(day)}号" if day else None]
+    forms: list[str] = [f"{month}月{int(day)}日", f"{month}月{int(day)}号"] if day else []
     if year:
         forms += [f"{year}-{month:02d}", f"{year}.{month}", f"{year}/{month}", f"{year}年{month}月"]
         if day:
-            forms = [f"{year}-{month:02d}-{int(day):02d}", f"{year}年{month}月{int(day)}日"] + forms
-    return [f for f in forms if f]
+            forms = [f"{year}-{month:02d}-{int(day):02d}", f"{year}年{month}月{int(day)}日", *forms]
+    return forms
 
 
 def _mentions(passage: Passage, entity: Entity) -> bool:
@@ -995,8 +1021,8 @@ class EvidenceGate(BaseNodePostprocessor):
                     entity_docs[e.text] = {p.doc_id for p in found}
                     entity_versions.update({p.doc_id: p.version for p in found})
                 else:
-                    best = max(found, key=lambda p: _coverage(p, analysis.head_terms, weights))
-                    supplements.setdefault(best.key, best)
+                    top = max(found, key=lambda p: _coverage(p, analysis.head_terms, weights))
+                    supplements.setdefault(top.key, top)
             if missing:
                 details["missing_entities"] = missing
                 return GateDecision(True, "entity_missing", details)
@@ -1015,9 +1041,11 @@ class EvidenceGate(BaseNodePostprocessor):
             if analysis.doc_type and self.check_entities:
                 # "根据X医院的判决书，…": the entity's documents must be of that kind
                 kind = analysis.doc_type
-                for name, docs in groups:
+                for _, docs in groups:
                     heads.update(self._doc_heads([p for p in pool if p.doc_id not in heads]))
-                    seen = [p for p in pool if p.doc_id in docs] + [heads[d] for d in docs if d in heads]
+                    seen = [p for p in pool if p.doc_id in docs] + [
+                        heads[d] for d in docs if d in heads
+                    ]
                     if docs and not any(kind in p.text for p in seen):
                         scanned_docs = (
                             self._scan(sorted(docs), tenant, versions) if use_lookup else []
@@ -1037,7 +1065,7 @@ class EvidenceGate(BaseNodePostprocessor):
         for name, docs in groups:
             group = [p for p in pool if p.doc_id in docs]
             for sub in analysis.subquestions:
-                best, where = self._best(sub, group, weights, anchors)
+                best, _ = self._best(sub, group, weights, anchors)
                 source = "evidence"
                 if not best[1] and use_lookup and docs:
                     terms = sub.head + [t for t in sub.attribute if t not in sub.head]
@@ -1049,7 +1077,7 @@ class EvidenceGate(BaseNodePostprocessor):
                             scanned[key] = self._scan(sorted(docs), tenant, versions)
                         r, p = self._best(sub, scanned[key], weights, anchors)
                     if r[1] and p is not None:
-                        best, where, source = r, p, "lookup"
+                        best, source = r, "lookup"
                         supplements.setdefault(p.key, p)
                 ok, typed, h, a = best
                 checks.append(
@@ -1065,16 +1093,16 @@ class EvidenceGate(BaseNodePostprocessor):
                 )
         details["checks"] = checks
         names = list(dict.fromkeys(c["entity"] for c in checks))
-        ok = [n for n in names if all(c["ok"] for c in checks if c["entity"] == n)]
-        typed = [n for n in ok if all(c["typed"] for c in checks if c["entity"] == n)]
+        present = [n for n in names if all(c["ok"] for c in checks if c["entity"] == n)]
+        valued = [n for n in present if all(c["typed"] for c in checks if c["entity"] == n)]
         quorum = self.compare_quorum if analysis.comparative else self.entity_quorum
         need = max(1, math.ceil(quorum * len(names) - 1e-9))
-        if len(ok) < need:
+        if len(present) < need:
             return GateDecision(True, "attribute_missing", details)
         # an entity whose documents name the attribute but give no value of the asked type is the
         # classic near miss ("提高了员工满意度" for "员工满意度是多少")
-        need_typed = max(need, math.ceil(self.typed_quorum * len(ok) - 1e-9))
-        if self.check_answer_type and len(typed) < need_typed:
+        need_typed = max(need, math.ceil(self.typed_quorum * len(present) - 1e-9))
+        if self.check_answer_type and len(valued) < need_typed:
             return GateDecision(True, "answer_type_missing", details)
         # 5. overall coverage of the question by the best document (its evidence passages and its
         # opening chunk read together)

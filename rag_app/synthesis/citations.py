@@ -91,6 +91,12 @@ def extract_answer(
     units = [
         u for n, node in enumerate(nodes, start=1) for u in split_units(node.node.get_content(), n)
     ]
+    headings = {
+        part.strip().lstrip("#").strip()
+        for node in nodes
+        for part in str(node.node.metadata.get("title_path", "")).split(" > ")
+    }
+    units = [u for u in units if u.text.strip().strip("*").strip() not in headings]
     if not units:
         return ""
     for u in units:
@@ -111,8 +117,33 @@ def extract_answer(
         used += len(u.text)
     if not chosen:
         chosen = [ranked[0]]
+    chosen = _with_list_items(chosen, units, max_chars=max_chars * 2)
     chosen.sort(key=lambda u: (u.source, u.position))
     return "\n".join(f"{u.text.rstrip()} [{u.source}]" for u in chosen)
+
+
+_ITEM = re.compile(r"^[*\s]*(?:[（(][一二三四五六七八九十\d]+[)）]|[一二三四五六七八九十]+、|\d+[.、)）]|[-*•])")
+
+
+def _with_list_items(chosen: list[Unit], units: list[Unit], *, max_chars: int) -> list[Unit]:
+    """A chosen lead-in ("有下列情形之一的，…：") brings the list items that follow it."""
+    out = list(chosen)
+    used = sum(len(u.text) for u in out)
+    for lead in chosen:
+        if not lead.text.rstrip("*").rstrip().endswith(("：", ":")):
+            continue
+        following = sorted(
+            (u for u in units if u.source == lead.source and u.position > lead.position),
+            key=lambda u: u.position,
+        )
+        for item in following:
+            if not _ITEM.match(item.text) or item in out:
+                break
+            if used + len(item.text) > max_chars:
+                break
+            out.append(item)
+            used += len(item.text)
+    return out
 
 
 def clean_markers(text: str, n_sources: int) -> tuple[str, list[int]]:

@@ -172,7 +172,9 @@ def test_postprocessor_returns_nothing_when_refused() -> None:
     evidence = nodes(SERVER)
     assert gate.postprocess_nodes(evidence, QueryBundle("服务器web-01的IP地址是多少？")) == []
     assert gate.last_decision is not None and gate.last_decision.refused
-    kept = gate.postprocess_nodes(nodes(SERVER_WITH_IP), QueryBundle("服务器web-01的IP地址是多少？"))
+    kept = gate.postprocess_nodes(
+        nodes(SERVER_WITH_IP), QueryBundle("服务器web-01的IP地址是多少？")
+    )
     assert len(kept) == 1
     assert gate.last_decision is not None and not gate.last_decision.refused
 
@@ -263,6 +265,9 @@ class FakeLedger:
     def active_chunks(self, doc_id: str) -> list[ChunkInfo]:
         return [c for c in self.chunks.values() if c.doc_id == doc_id]
 
+    def document_sources(self, doc_ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+        return {d: (f"records/{d}.txt", "default") for d in doc_ids}
+
     def active_chunks_at(self, doc_id: str, indices: Iterable[int]) -> dict[int, ChunkInfo]:
         wanted = set(indices)
         return {c.chunk_index: c for c in self.active_chunks(doc_id) if c.chunk_index in wanted}
@@ -273,7 +278,9 @@ def ledger_nodes(ledger: FakeLedger, *chunk_ids: str) -> list[NodeWithScore]:
     for chunk_id in chunk_ids:
         c = ledger.chunks[chunk_id]
         meta = {"doc_id": c.doc_id, "version": c.version, "chunk_index": c.chunk_index}
-        out.append(NodeWithScore(node=TextNode(id_=chunk_id, text=c.text, metadata=meta), score=1.0))
+        out.append(
+            NodeWithScore(node=TextNode(id_=chunk_id, text=c.text, metadata=meta), score=1.0)
+        )
     return out
 
 
@@ -281,8 +288,14 @@ def test_lookup_supplements_a_missed_chunk_of_the_entity_document() -> None:
     """The record names its patient once, in the header; the temperature is further down."""
     ledger = FakeLedger(
         {
-            "rec-a": ["住院病历 姓名：王某某 性别：男 年龄：45岁", "体格检查：体温36.6℃，脉搏78次/分。"],
-            "rec-b": ["住院病历 姓名：赵某某 性别：女 年龄：62岁", "体格检查：体温37.9℃，脉搏92次/分。"],
+            "rec-a": [
+                "住院病历 姓名：王某某 性别：男 年龄：45岁",
+                "体格检查：体温36.6℃，脉搏78次/分。",
+            ],
+            "rec-b": [
+                "住院病历 姓名：赵某某 性别：女 年龄：62岁",
+                "体格检查：体温37.9℃，脉搏92次/分。",
+            ],
         }
     )
     gate = EvidenceGate(ledger=ledger)  # type: ignore[arg-type]
@@ -291,6 +304,7 @@ def test_lookup_supplements_a_missed_chunk_of_the_entity_document() -> None:
     decision = gate.decide(question, evidence)
     assert not decision.refused, decision.details
     assert [n.node.node_id for n in decision.supplements] == ["rec-b:1:1"]
+    assert decision.supplements[0].node.metadata["source"] == "records/rec-b.txt"
     kept = gate.postprocess_nodes(evidence, QueryBundle(question))
     assert [n.node.node_id for n in kept][-1] == "rec-b:1:1"
     # without the lookup the same evidence lacks 赵某某's temperature
@@ -300,7 +314,12 @@ def test_lookup_supplements_a_missed_chunk_of_the_entity_document() -> None:
 
 def test_lookup_does_not_invent_a_missing_attribute() -> None:
     ledger = FakeLedger(
-        {"rec-a": ["住院病历 姓名：王某某 性别：男 年龄：45岁", "体格检查：体温36.6℃，脉搏78次/分。"]}
+        {
+            "rec-a": [
+                "住院病历 姓名：王某某 性别：男 年龄：45岁",
+                "体格检查：体温36.6℃，脉搏78次/分。",
+            ]
+        }
     )
     gate = EvidenceGate(ledger=ledger)  # type: ignore[arg-type]
     decision = gate.decide("王某某的血型是什么？", ledger_nodes(ledger, "rec-a:1:0"))
