@@ -14,7 +14,9 @@ top 5 (cached in ``benchmarks/.cache/gate-*.pkl``); the gate then runs with the 
 look-ups in the entity's documents included). Baseline: the best single score threshold (top
 dense cosine, or the reranker's query-term coverage of the top passage), chosen on the
 calibration half as the threshold that refuses the most unanswerable questions while refusing at
-most 5 % of the answerable ones. Writes ``benchmarks/results/gate.json``. Dev-split figures.
+most 5 % of the answerable ones. The gate's own thresholds come from ``--sweep`` under the same
+rule (plus: no answerable sample-KB question refused). Writes ``benchmarks/results/gate.json``.
+Dev-split figures: part of each source is held out by the team for independent evaluation.
 """
 
 from __future__ import annotations
@@ -43,9 +45,8 @@ MAX_FALSE_REFUSAL = 0.05
 SAMPLE_QA = ROOT / "data" / "eval" / "sample_qa.jsonl"
 SAMPLE_KB = ROOT / "data" / "knowledge"
 
-# The grid the defaults were chosen from (calibration half only; the first stage fixed the
-# quorum rules, the second the coverage thresholds). Pick: most unanswerable refused with at
-# most 5 % of the answerable refused; ties → fewer false refusals.
+# The grid the defaults were chosen from (see ``sweep``): stage 1 the quorum rules and the two
+# coverage thresholds, stage 2 the answer-type window, the fuzzy credit and the subject check.
 SWEEP: dict[str, list[Any]] = {
     "entity_quorum": [0.5, 1.0],
     "compare_quorum": [0.5, 1.0],
@@ -180,23 +181,45 @@ def threshold_baseline(items: list[QAItem], data: dict[str, Any], score: str) ->
 
 
 def sweep(
-    kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], base: dict[str, Any]
+    kb: KnowledgeBase,
+    items: list[QAItem],
+    data: dict[str, Any],
+    sample: tuple[KnowledgeBase, list[QAItem], dict[str, Any]],
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Two-stage grid search on the calibration half (and the sample KB, our own data).
+
+    Feasible: at most 5 % of the calibration half's answerable questions refused and no sample-KB
+    answerable question refused. Among those: most unanswerable refused (calibration, then
+    sample), then fewest false refusals, then the settings already in place (ties keep them).
+    """
     cal = [it for it in items if half(it.id) == "calibration"]
+    skb, sitems, sdata = sample
     log: list[dict[str, Any]] = []
-    chosen = dict(base)
+    chosen: dict[str, Any] = {}
     for grid in (SWEEP, SWEEP_STAGE2):
-        best: tuple[float, float] | None = None
+        best: tuple[Any, ...] | None = None
         best_settings = chosen
         keys = list(grid)
+        current = EvidenceGate(**chosen)
         for values in itertools.product(*grid.values()):
-            settings = {**chosen, **dict(zip(keys, values, strict=True))}
+            combo = dict(zip(keys, values, strict=True))
+            settings = {**chosen, **combo}
             decisions = run_gate(kb, cal, data, **settings)["decisions"]
             r = rates([(it, decisions[it.id].refused) for it in cal])
-            log.append({"settings": dict(zip(keys, values, strict=True)), **r})
-            print(f"  {dict(zip(keys, values, strict=True))} → {r}", flush=True)
-            key = (r["unanswerable_refused"], -r["false_refusal"])
-            if r["false_refusal"] <= MAX_FALSE_REFUSAL and (best is None or key > best):
+            sdec = run_gate(skb, sitems, sdata, **settings)["decisions"]
+            sr = rates([(it, sdec[it.id].refused) for it in sitems])
+            log.append({"settings": combo, **r, "sample_kb": sr})
+            print(f"  {combo} → {r} sample {sr}", flush=True)
+            feasible = r["false_refusal"] <= MAX_FALSE_REFUSAL and sr["false_refusal"] == 0
+            same = all(getattr(current, k) == v for k, v in combo.items())
+            key = (
+                feasible,
+                r["unanswerable_refused"],
+                sr["unanswerable_refused"],
+                -r["false_refusal"],
+                same,
+            )
+            if best is None or key > best:
                 best, best_settings = key, settings
         chosen = best_settings
     return chosen, log
@@ -226,11 +249,19 @@ def main() -> None:
     gate = EvidenceGate()
     skip = ("callback_manager", "tenant", "doc_ids")
     defaults = {k: getattr(gate, k) for k in EvidenceGate.model_fields if k not in skip}
+
+    # the bundled sample KB, built fresh (10 s) so that it matches data/knowledge
+    sample_items = load_qa(SAMPLE_QA)
+    tmp = tempfile.TemporaryDirectory()
+    skb = KnowledgeBase.open(Path(tmp.name) / "kb")
+    skb.ingest([SAMPLE_KB])
+    sdata = collect(skb, sample_items, None)
+
     settings: dict[str, Any] = {}
     sweep_log: list[dict[str, Any]] = []
     if args.sweep:
-        print("sweep on the calibration half …", flush=True)
-        chosen, sweep_log = sweep(kb, items, data, {})
+        print("sweep on the calibration half (and the sample KB) …", flush=True)
+        chosen, sweep_log = sweep(kb, items, data, (skb, sample_items, sdata))
         settings = {k: v for k, v in chosen.items() if defaults.get(k) != v}
         print(f"chosen: {chosen} (differs from the defaults in {settings or 'nothing'})")
 
@@ -247,26 +278,19 @@ def main() -> None:
     )
     baselines = [threshold_baseline(items, data, s) for s in ("dense_top", "top_coverage")]
 
-    # the bundled sample KB, built fresh (10 s) so that it matches data/knowledge
-    sample_items = load_qa(SAMPLE_QA)
-    with tempfile.TemporaryDirectory() as tmp:
-        skb = KnowledgeBase.open(Path(tmp) / "kb")
-        skb.ingest([SAMPLE_KB])
-        sdata = collect(skb, sample_items, None)
-        srun = run_gate(skb, sample_items, sdata, **settings)
-        sample = summarize(sample_items, srun["decisions"], split=False)["all"]
-        sample["refused_answerable"] = [
-            it.id for it in sample_items if it.answerable and srun["decisions"][it.id].refused
-        ]
-        sample["passed_unanswerable"] = [
-            it.id
-            for it in sample_items
-            if not it.answerable and not srun["decisions"][it.id].refused
-        ]
-        sample["reasons_by_id"] = {
-            it.id: srun["decisions"][it.id].reason for it in sample_items if not it.answerable
-        }
-        skb.close()
+    srun = run_gate(skb, sample_items, sdata, **settings)
+    sample = summarize(sample_items, srun["decisions"], split=False)["all"]
+    sample["refused_answerable"] = [
+        it.id for it in sample_items if it.answerable and srun["decisions"][it.id].refused
+    ]
+    sample["passed_unanswerable"] = [
+        it.id for it in sample_items if not it.answerable and not srun["decisions"][it.id].refused
+    ]
+    sample["reasons_by_id"] = {
+        it.id: srun["decisions"][it.id].reason for it in sample_items if not it.answerable
+    }
+    skb.close()
+    tmp.cleanup()
 
     print("\n## Evidence gate (dev data; thresholds tuned on the calibration half only)\n")
     print("| set | method | unanswerable refused | answerable refused (false refusal) |")

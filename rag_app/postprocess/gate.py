@@ -140,6 +140,12 @@ _CODE = re.compile(
 )
 _EN_NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b([A-Z][a-zA-Z0-9]+(?:\s+[A-Z][a-zA-Z0-9]+)*)")
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})\s*年")
+_DATE_Q = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?")
+_CN_QUALIFIER = re.compile(
+    r"(?<![第\d每久几])(?!一次)[一二三四五六七八九十两]{1,3}[次类级期档等](?![数量性])"
+)
+_LABEL_TEXT = re.compile(r"第[零〇一二两三四五六七八九十百千\d]+[编章节条款项]")
+_UNIT_CHARS = frozenset("年月日号个次岁天周元位项条名只家台种倍级层期分秒")
 _SCOPE = re.compile(
     r"^(?:根据|按照|依据|参照|依照|在|从)(?P<scope>[^，,。？?]{2,60}?)"
     r"(?:的)?(?P<doctype>判决书|裁定书|起诉书|住院病历|病历|报告|年报|文件|条款|制度|规定|规范|办法|指南|手册|文档|合同|说明书|记录)"
@@ -176,6 +182,22 @@ _NUMBER_HEAD = re.compile(
     r"[率额量数价费])$"
 )
 _DURATION_BEFORE = re.compile(r"多长|多久|多少")
+
+
+# ----- weights and caches ------------------------------------------------------------------------
+VERB_WEIGHT = 0.4  # verbs and modifiers vs nouns (1.0): the text often paraphrases them
+CONTEXT_WEIGHT = 0.5  # words of a scene-setting clause before the asked one ("去香港出差，…")
+_MAIN = ("person", "org", "title", "name")  # entities a passage "belongs" to
+_QUALIFIERS = ("number", "ordinal", "date")  # must sit in the passage with the asked attribute
+_HEADS: dict[tuple[str, str, int | None], Passage] = {}  # opening chunks by (ledger, doc, version)
+_HEADS_MAX = 4096
+_DOCS: dict[tuple[str, str, int | None], list[Passage]] = {}  # scanned documents, same key
+_DOCS_MAX = 128
+# document frequencies per ledger: (since, indexed chunks, term -> df); IDF drifts slowly, so a
+# short-lived cache is enough and saves a vocabulary query per question
+_DF: dict[str, tuple[float, int, dict[str, int]]] = {}
+_DF_TTL = 60.0
+_DF_MAX = 20000
 
 
 def _nfkc(text: str) -> str:
@@ -234,25 +256,10 @@ def _pos_weight(flag: str) -> float:
     return VERB_WEIGHT
 
 
-VERB_WEIGHT = 0.4
-_QUALIFIERS = ("number", "ordinal", "date")
-CONTEXT_WEIGHT = 0.5
-_MAIN = ("person", "org", "title", "name")
-_HEADS: dict[tuple[str, str, int | None], Passage] = {}  # opening chunks by (ledger, doc, version)
-_HEADS_MAX = 4096
-_DOCS: dict[tuple[str, str, int | None], list[Passage]] = {}  # scanned documents, same key
-_DOCS_MAX = 128
-# document frequencies per ledger: (since, indexed chunks, term -> df); IDF drifts slowly, so a
-# short-lived cache is enough and saves a vocabulary query per question
-_DF: dict[str, tuple[float, int, dict[str, int]]] = {}
-_DF_TTL = 60.0
-_DF_MAX = 20000
-
-
 @dataclass
 class Entity:
     text: str
-    kind: str  # person | org | title | code | number | year | label | name
+    kind: str  # person | org | title | name | code | number | ordinal | date | year | label
     scope: bool = False  # named in the "根据…的判决书" prefix: identifies the document
 
     def forms(self) -> list[str]:
@@ -418,14 +425,6 @@ def _entities_zh(q: str) -> list[Entity]:
     return out
 
 
-_DATE_Q = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?")
-_CN_QUALIFIER = re.compile(
-    r"(?<![第\d每久几])(?!一次)[一二三四五六七八九十两]{1,3}[次类级期档等](?![数量性])"
-)
-_LABEL_TEXT = re.compile(r"第[零〇一二两三四五六七八九十百千\d]+[编章节条款项]")
-_UNIT_CHARS = frozenset("年月日号个次岁天周元位项条名只家台种倍级层期分秒")
-
-
 def _head_before(before: str) -> str:
     """What "…的Y" asks: the last 的-segment before the question word."""
     segments = re.split(r"[的之]", before)
@@ -439,6 +438,21 @@ def _head_before(before: str) -> str:
             return m.group(1)
         last = next((s for s in reversed(segments) if s.strip()), "")
     return last
+
+
+def _possessor(predicate: str, pos: dict[str, float]) -> list[str]:
+    """ "财务报销系统的备份期限" → 财务报销系统: the noun phrase that owns the asked attribute.
+
+    Not a place or time ("在报告期内的…") and not a relative clause ("报告中提到的…").
+    """
+    segments = [s.strip() for s in re.split(r"[的之]", predicate)]
+    owner = "".join(segments[:-1])
+    if len(segments) < 2 or not segments[-2] or re.match(r"^(?:在|于|从|自|当|对)", owner):
+        return []
+    words = _words(segments[-2])
+    if not words or words[-1][1].startswith(("f", "t", "p")):
+        return []
+    return _content_terms(segments[-2], pos)
 
 
 def _after_entities(text: str, entities: Sequence[Entity]) -> str:
@@ -529,9 +543,7 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
             qtype = "date" if more.group(1) in "早晚" else "number"
         if not head and attribute and qtype != "yesno":
             head = attribute[-1:]
-        segments = re.split(r"[的之]", before_clean)
-        subject = _content_terms("的".join(segments[:-1]), pos) if len(segments) > 1 else []
-        subject = [t for t in subject if t not in head]
+        subject = [t for t in _possessor(predicate, pos) if t not in head]
         if subs and not any(pos.get(t, 1.0) >= 1.0 for t in head):
             # "…按多少给付？最多赔几次？": a follow-up without a subject asks about the same thing
             prev = subs[-1]

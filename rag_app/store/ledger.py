@@ -8,6 +8,7 @@ the new version fully active, never a mix.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -135,6 +136,7 @@ class Ledger:
         self.url = url
         self.engine: Engine = create_engine(url, future=True)
         self.is_sqlite = url.startswith("sqlite")
+        self._fts_total: tuple[int, float] | None = None
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         metadata.create_all(self.engine)
@@ -441,8 +443,12 @@ class Ledger:
         )
         with self.engine.connect() as conn:
             freqs = {r[0]: int(r[1]) for r in conn.execute(sql, names).all()}
-            total = int(conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one())
-        return freqs, total
+            now = time.monotonic()
+            # the total only scales IDF: a count up to 30 s old is fine and saves a table scan
+            if self._fts_total is None or now - self._fts_total[1] > 30:
+                total = int(conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one())
+                self._fts_total = (total, now)
+        return freqs, self._fts_total[0]
 
     def keyword_count(self) -> int:
         if not self.is_sqlite:

@@ -1,0 +1,60 @@
+"""Query latency on the laws_zh dev corpus: ``retrieve`` and extractive ``ask``, p50/p95.
+
+    .venv/bin/python benchmarks/latency.py [--n 200]
+
+Uses the cached structure-chunked KB (built by benchmarks/common.py on first use), warms up the
+models and caches, then times each call on its own. Run it on a quiet machine: another process
+on the 2 cores doubles the figures. Writes benchmarks/results/latency.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import kb_for, load_questions, require_shared, write_result  # noqa: E402
+
+from rag_app.eval.metrics import percentile  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=200)
+    args = parser.parse_args()
+    path = require_shared("laws_zh")["laws_zh"]
+    kb = kb_for("laws_zh", path / "docs")
+    questions = [q.question for q in load_questions(path)][: args.n]
+    for q in questions[:5]:  # warm-up: model, jieba, SQLite and Chroma caches
+        kb.ask(q)
+    timings: dict[str, list[float]] = {"retrieve": [], "ask": []}
+    for q in questions:
+        t0 = time.perf_counter()
+        kb.retrieve(q, top_k=5)
+        timings["retrieve"].append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        kb.ask(q, top_k=5)
+        timings["ask"].append((time.perf_counter() - t0) * 1000)
+    result = {
+        "corpus_chunks": kb.vectors.count(),
+        "questions": len(questions),
+        "load_average_at_end": os.getloadavg()[0],
+    }
+    for name, values in timings.items():
+        result[name] = {
+            "p50_ms": round(percentile(values, 50), 1),
+            "p95_ms": round(percentile(values, 95), 1),
+            "mean_ms": round(sum(values) / len(values), 1),
+        }
+        print(f"{name:8} p50 {result[name]['p50_ms']:.1f} ms  p95 {result[name]['p95_ms']:.1f} ms")
+    print(f"wrote {write_result('latency', result)}")
+
+
+if __name__ == "__main__":
+    main()
