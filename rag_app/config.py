@@ -53,7 +53,10 @@ class Settings(BaseSettings):
     rerank_candidates: int = Field(20, ge=1, description="Fused candidates handed to the reranker.")
     gate: bool = Field(True, description="Refuse when the evidence doesn't support the question.")
     gate_min_head_coverage: float = Field(
-        0.5, ge=0, le=1, description="Gate: share of the asked head ('X的血型' → 血型) in a passage."
+        0.5,
+        ge=0,
+        le=1,
+        description="Gate: share of the asked head ('X的血型' → 血型) in a passage.",
     )
     gate_min_attribute_coverage: float = Field(
         0.4, ge=0, le=1, description="Gate: share of the whole predicate in that passage."

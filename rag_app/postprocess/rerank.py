@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor

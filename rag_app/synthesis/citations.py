@@ -122,7 +122,9 @@ def extract_answer(
     return "\n".join(f"{u.text.rstrip()} [{u.source}]" for u in chosen)
 
 
-_ITEM = re.compile(r"^[*\s]*(?:[（(][一二三四五六七八九十\d]+[)）]|[一二三四五六七八九十]+、|\d+[.、)）]|[-*•])")
+_ITEM = re.compile(
+    r"^[*\s]*(?:[（(][一二三四五六七八九十\d]+[)）]|[一二三四五六七八九十]+、|\d+[.、)）]|[-*•])"
+)
 
 
 def _with_list_items(chosen: list[Unit], units: list[Unit], *, max_chars: int) -> list[Unit]:
