@@ -193,6 +193,8 @@ _HEADS: dict[tuple[str, str, int | None], Passage] = {}  # opening chunks by (le
 _HEADS_MAX = 4096
 _DOCS: dict[tuple[str, str, int | None], list[Passage]] = {}  # scanned documents, same key
 _DOCS_MAX = 128
+_CHUNKS: dict[tuple[str, str, int, int], Passage] = {}  # looked-up chunks
+_CHUNKS_MAX = 8192
 # document frequencies per ledger: (since, indexed chunks, term -> df); IDF drifts slowly, so a
 # short-lived cache is enough and saves a vocabulary query per question
 _DF: dict[str, tuple[float, int, dict[str, int]]] = {}
@@ -776,7 +778,7 @@ class EvidenceGate(BaseNodePostprocessor):
         120, ge=0, description="Scan the entity's documents chunk by chunk up to this many chunks."
     )
     type_window: int = Field(
-        20, ge=0, description="A number/date must lie within this many chars of the head term."
+        30, ge=0, description="A number/date must lie within this many chars of the head term."
     )
     window_credit: float = Field(
         0.75, ge=0, le=1, description="Credit for a term whose chars occur in order nearby."
@@ -848,8 +850,13 @@ class EvidenceGate(BaseNodePostprocessor):
             out[doc_id] = head
         return out
 
-    @staticmethod
-    def _passage(chunk: ChunkInfo, tenant: str) -> Passage:
+    def _passage(self, chunk: ChunkInfo, tenant: str) -> Passage:
+        """A looked-up chunk as a passage (cached: a chunk id names one immutable text)."""
+        url = self._ledger.url if self._ledger is not None else ""
+        key = (url, chunk.chunk_id, chunk.version, hash(chunk.text))
+        cached = _CHUNKS.get(key)
+        if cached is not None:
+            return cached
         node = TextNode(
             id_=chunk.chunk_id,
             text=chunk.text,
@@ -869,7 +876,11 @@ class EvidenceGate(BaseNodePostprocessor):
             },
         )
         text = chunk.title_path + "\n" + chunk.text
-        return Passage(NodeWithScore(node=node, score=0.0), text, chunk.doc_id, -1)
+        passage = Passage(NodeWithScore(node=node, score=0.0), text, chunk.doc_id, -1)
+        _CHUNKS[key] = passage
+        while len(_CHUNKS) > _CHUNKS_MAX:
+            _CHUNKS.pop(next(iter(_CHUNKS)))
+        return passage
 
     def _search(
         self,
@@ -1163,7 +1174,12 @@ class EvidenceGate(BaseNodePostprocessor):
         if self._last.refused:
             return []
         floor = min((n.score or 0.0 for n in nodes), default=0.0)
-        extra = [NodeWithScore(node=n.node, score=floor) for n in self._last.supplements]
+        extra = [  # copies: the looked-up nodes are cached and shared between questions
+            NodeWithScore(
+                node=n.node.model_copy(update={"metadata": dict(n.node.metadata)}), score=floor
+            )
+            for n in self._last.supplements
+        ]
         return list(nodes) + extra
 
 
