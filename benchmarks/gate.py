@@ -15,7 +15,7 @@ look-ups in the entity's documents included). Baseline: the best single score th
 dense cosine, or the reranker's query-term coverage of the top passage), chosen on the
 calibration half as the threshold that refuses the most unanswerable questions while refusing at
 most 5 % of the answerable ones. The gate's own thresholds come from ``--sweep`` under the same
-rule (plus: no answerable sample-KB question refused). Writes ``benchmarks/results/gate.json``.
+rule, plus: on the sample KB every unanswerable question refused and no answerable one. Writes ``benchmarks/results/gate.json``.
 Dev-split figures: part of each source is held out by the team for independent evaluation.
 """
 
@@ -189,9 +189,10 @@ def sweep(
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Two-stage grid search on the calibration half (and the sample KB, our own data).
 
-    Feasible: at most 5 % of the calibration half's answerable questions refused and no sample-KB
-    answerable question refused. Among those: most unanswerable refused (calibration, then
-    sample), then fewest false refusals, then the settings already in place (ties keep them).
+    Feasible: at most 5 % of the calibration half's answerable questions refused, and the sample
+    KB (our own data) all right: every unanswerable question refused, no answerable one. Among
+    those: most unanswerable refused on the calibration half, then fewest false refusals, then
+    the settings already in place (ties keep them).
     """
     cal = [it for it in items if half(it.id) == "calibration"]
     skb, sitems, sdata = sample
@@ -211,15 +212,13 @@ def sweep(
             sr = rates([(it, sdec[it.id].refused) for it in sitems])
             log.append({"settings": combo, **r, "sample_kb": sr})
             print(f"  {combo} → {r} sample {sr}", flush=True)
-            feasible = r["false_refusal"] <= MAX_FALSE_REFUSAL and sr["false_refusal"] == 0
-            same = all(getattr(current, k) == v for k, v in combo.items())
-            key = (
-                feasible,
-                r["unanswerable_refused"],
-                sr["unanswerable_refused"],
-                -r["false_refusal"],
-                same,
+            feasible = (
+                r["false_refusal"] <= MAX_FALSE_REFUSAL
+                and sr["false_refusal"] == 0
+                and sr["unanswerable_refused"] == 1
             )
+            same = all(getattr(current, k) == v for k, v in combo.items())
+            key = (feasible, r["unanswerable_refused"], -r["false_refusal"], same)
             if best is None or key > best:
                 best, best_settings = key, settings
         chosen = best_settings

@@ -44,10 +44,11 @@ from functools import lru_cache
 from typing import Any
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
 from rag_app.postprocess.rerank import idf_weights
+from rag_app.retrieval.hybrid import chunk_to_node
 from rag_app.retrieval.tokenizer import (
     STOPWORDS,
     _jieba,
@@ -857,24 +858,7 @@ class EvidenceGate(BaseNodePostprocessor):
         cached = _CHUNKS.get(key)
         if cached is not None:
             return cached
-        node = TextNode(
-            id_=chunk.chunk_id,
-            text=chunk.text,
-            metadata={
-                "doc_id": chunk.doc_id,
-                "chunk_id": chunk.chunk_id,
-                "chunk_index": chunk.chunk_index,
-                "version": chunk.version,
-                "title_path": chunk.title_path,
-                "start_char": chunk.start_char,
-                "end_char": chunk.end_char,
-                "prefix_chars": chunk.prefix_chars,
-                "suffix_chars": chunk.suffix_chars,
-                "block_types": chunk.block_types,
-                "tenant": tenant,
-                "gate_lookup": True,
-            },
-        )
+        node = chunk_to_node(chunk, "", tenant, {"gate_lookup": True})
         text = chunk.title_path + "\n" + chunk.text
         passage = Passage(NodeWithScore(node=node, score=0.0), text, chunk.doc_id, -1)
         _CHUNKS[key] = passage
