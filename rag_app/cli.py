@@ -82,6 +82,21 @@ def _resolve_doc(kb: Any, doc: str) -> str:
     raise typer.Exit(1)
 
 
+# short column labels of the eval summary and --compare tables
+_EVAL_COLUMNS = {
+    "case_pass_rate": "pass",
+    "recall_at_k": "R@k",
+    "mrr_at_k": "MRR",
+    "source_hit_rate": "src",
+    "keyword_hit_rate": "kw",
+    "no_answer_accuracy": "noA",
+    "false_refusal_rate": "fRef",
+    "avg_context_chars": "ctx",
+    "retrieve_ms_p50": "ret",
+    "ask_ms_p50": "ask",
+}
+
+
 @app.callback()
 def main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
@@ -467,17 +482,8 @@ def _print_eval(run: Any) -> None:
 
     from rag_app.eval.report import fmt
 
-    short = {
-        "case_pass_rate": "pass",
-        "recall_at_k": f"R@{run.k}",
-        "mrr_at_k": "MRR",
-        "source_hit_rate": "src",
-        "keyword_hit_rate": "kw",
-        "no_answer_accuracy": "noA",
-        "false_refusal_rate": "fRef",
-        "avg_context_chars": "ctx",
-        "ask_ms_p50": "ask",
-    }
+    short = {k: v for k, v in _EVAL_COLUMNS.items() if k != "retrieve_ms_p50"}
+    short["recall_at_k"] = f"R@{run.k}"
 
     def cell(key: str, value: Any) -> str:
         if value is None:
@@ -545,18 +551,7 @@ def _print_compare(deltas: dict[str, Any], a_name: str, b_name: str) -> None:
         )
     out.print(overall)
 
-    short = {
-        "case_pass_rate": "pass",
-        "recall_at_k": "R@k",
-        "mrr_at_k": "MRR",
-        "source_hit_rate": "src",
-        "keyword_hit_rate": "kw",
-        "no_answer_accuracy": "noA",
-        "false_refusal_rate": "fRef",
-        "avg_context_chars": "ctx",
-        "retrieve_ms_p50": "ret",
-        "ask_ms_p50": "ask",
-    }
+    short = dict(_EVAL_COLUMNS)
 
     def compact(key: str, delta: Any) -> str:
         if delta is None:
