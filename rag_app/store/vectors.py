@@ -2,21 +2,46 @@
 
 Vectors are always passed in: Chroma embeds text itself (and tries to download a model) whenever an
 add or query carries text without embeddings, so no text is ever handed to it for embedding.
+
+Two backends behind one class: a local ``chromadb.PersistentClient`` in the knowledge-base directory,
+or a Chroma server (``chroma run --path DIR --host H --port P``) named by ``RAG_CHROMA_URL``. With a
+server only the vectors are remote; the SQLite ledger (the source of truth) stays in the KB directory.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlsplit
 
 import chromadb
+import httpx
 from chromadb.config import Settings as ChromaSettings
 
 logger = logging.getLogger(__name__)
+
+# Upper bound on ids per upsert/delete call (Chroma's own limit, ~5461, may be lower still).
+MAX_BATCH = 4000
+# ids per ``get`` page in ``all_ids``.
+PAGE_SIZE = 5000
+# The chromadb HTTP client has no timeouts at all (``httpx.Client(timeout=None)``): an unroutable
+# host or a server that accepts but never answers would hang forever. These bound the connection
+# check in ``__init__`` and every later connect (reads stay unbounded: a big upsert may be slow).
+CONNECT_TIMEOUT_S = 5.0
+HEARTBEAT_TIMEOUT_S = 10.0
+HEARTBEAT_PATH = "/api/v2/heartbeat"
+
+
+class ChromaUnavailableError(ConnectionError, ValueError):
+    """The Chroma server named by ``RAG_CHROMA_URL`` can't be reached or isn't a Chroma server.
+
+    Also a ``ValueError`` (what chromadb itself raises for this), so callers that report
+    configuration errors by catching ``ValueError`` (the CLI) keep working.
+    """
 
 
 @dataclass(frozen=True)
@@ -26,23 +51,106 @@ class VectorHit:
     metadata: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ChromaServer:
+    """A parsed ``RAG_CHROMA_URL``."""
+
+    host: str  # as chromadb wants it (IPv6 literals in brackets)
+    port: int
+    ssl: bool
+
+    @property
+    def base_url(self) -> str:
+        return f"{'https' if self.ssl else 'http'}://{self.host}:{self.port}"
+
+
+def parse_chroma_url(url: str) -> ChromaServer:
+    """``http(s)://host[:port]`` → host, port (default 8000, or 443 for https), ssl."""
+    bad = (
+        f"RAG_CHROMA_URL must look like http://host:port (e.g. http://127.0.0.1:8000), got {url!r}"
+    )
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:  # e.g. a non-numeric or out-of-range port
+        raise ValueError(f"{bad}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(bad)
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        raise ValueError(f"{bad}: no path, query or credentials are supported")
+    host = parts.hostname
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            host = f"[{host}]"
+    except ValueError:
+        pass  # a name, not an address
+    ssl = parts.scheme == "https"
+    return ChromaServer(host=host, port=port or (443 if ssl else 8000), ssl=ssl)
+
+
+def _unavailable(url: str, server: ChromaServer, reason: str) -> ChromaUnavailableError:
+    return ChromaUnavailableError(
+        f"cannot use the Chroma server at RAG_CHROMA_URL={url} ({reason}). Start one with "
+        f"`chroma run --path <dir> --host {server.host} --port {server.port}`, or unset "
+        "RAG_CHROMA_URL to keep the vectors in the local knowledge-base directory."
+    )
+
+
+def _check_server(url: str, server: ChromaServer) -> None:
+    """Fail fast, with the URL in the message, when nothing (or not Chroma) answers there."""
+    target = server.base_url + HEARTBEAT_PATH
+    timeout = httpx.Timeout(HEARTBEAT_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
+    try:
+        response = httpx.get(target, timeout=timeout)
+    except httpx.TimeoutException as exc:
+        raise _unavailable(url, server, f"no answer from {target}: {type(exc).__name__}") from exc
+    except httpx.HTTPError as exc:
+        raise _unavailable(url, server, f"{type(exc).__name__}: {exc}") from exc
+    try:
+        ok = response.status_code == 200 and "nanosecond heartbeat" in response.json()
+    except ValueError:  # not JSON
+        ok = False
+    if not ok:
+        raise _unavailable(
+            url,
+            server,
+            f"GET {HEARTBEAT_PATH} answered HTTP {response.status_code}, "
+            "not a Chroma >= 1.0 heartbeat: is this a Chroma server?",
+        )
+
+
+def _bound_connect_timeout(client: Any) -> None:
+    """Give the chromadb HTTP session a connect timeout (private attributes; best effort)."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)
+    else:
+        logger.debug("chromadb HTTP session not found; no connect timeout set")
+
+
 class VectorStore:
-    """A Chroma collection in cosine space, local (persistent) or remote (``chroma run``)."""
+    """A Chroma collection in cosine space, local (persistent) or remote (``chroma run``).
+
+    ``batch_size`` (ids per upsert/delete call) and ``page_size`` (ids per ``get`` page in
+    ``all_ids``) are plain attributes.
+    """
 
     def __init__(
         self, *, path: Path | None = None, url: str | None = None, collection: str
     ) -> None:
+        # A fresh Settings object per client: chromadb.HttpClient writes host/port into it.
         chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        self.url = url or None
         if url:
-            parsed = urlparse(url)
-            if not parsed.hostname:
-                raise ValueError(f"RAG_CHROMA_URL must look like http://host:port, got {url!r}")
-            self.client: Any = chromadb.HttpClient(
-                host=parsed.hostname,
-                port=parsed.port or 8000,
-                ssl=parsed.scheme == "https",
-                settings=chroma_settings,
-            )
+            server = parse_chroma_url(url)
+            _check_server(url, server)
+            try:
+                self.client: Any = chromadb.HttpClient(
+                    host=server.host, port=server.port, ssl=server.ssl, settings=chroma_settings
+                )
+            except ValueError as exc:  # chromadb's "Could not connect to a Chroma server ..."
+                raise _unavailable(url, server, str(exc)) from exc
+            _bound_connect_timeout(self.client)
         else:
             if path is None:
                 raise ValueError("a local Chroma index needs a path")
@@ -53,7 +161,9 @@ class VectorStore:
             embedding_function=None,
             configuration={"hnsw": {"space": "cosine"}},
         )
-        self._max_batch = int(getattr(self.client, "get_max_batch_size", lambda: 5000)() or 5000)
+        max_batch = int(getattr(self.client, "get_max_batch_size", lambda: MAX_BATCH)() or 0)
+        self.batch_size = max(1, min(max_batch or MAX_BATCH, MAX_BATCH))
+        self.page_size = PAGE_SIZE
 
     def count(self) -> int:
         return int(self.collection.count())
@@ -65,8 +175,11 @@ class VectorStore:
         metadatas: Sequence[dict[str, Any]],
     ) -> None:
         if not (len(ids) == len(embeddings) == len(metadatas)):
-            raise ValueError("ids, embeddings and metadatas must have the same length")
-        step = max(1, min(self._max_batch, 4000))
+            raise ValueError(
+                "ids, embeddings and metadatas must have the same length, got "
+                f"{len(ids)}, {len(embeddings)} and {len(metadatas)}"
+            )
+        step = self.batch_size
         for start in range(0, len(ids), step):
             end = start + step
             self.collection.upsert(
@@ -102,12 +215,13 @@ class VectorStore:
         self.collection.delete(where=where)
 
     def delete_ids(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), 4000):
-            self.collection.delete(ids=list(ids[start : start + 4000]))
+        step = self.batch_size
+        for start in range(0, len(ids), step):
+            self.collection.delete(ids=list(ids[start : start + step]))
 
     def all_ids(self) -> set[str]:
         ids: set[str] = set()
-        offset, page = 0, 5000
+        offset, page = 0, self.page_size
         while True:
             got = self.collection.get(include=[], limit=page, offset=offset)
             batch = got["ids"]
