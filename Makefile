@@ -13,7 +13,7 @@ export RAGAS_DO_NOT_TRACK := true
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint typecheck pytest bench clean
+.PHONY: install browser-deps run test lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,21 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# Headless Chromium for tests/service/test_browser.py (Playwright drives Debian's build; never
+# `playwright install`). Needs root for apt-get; otherwise the browser test skips itself.
+browser-deps:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && apt-get install -y --no-install-recommends chromium; \
+	else \
+		echo "browser-deps: /usr/bin/chromium missing and not root; skipping (the browser test will skip)"; \
+	fi
+
+# `make run`: ingest the sample KB, answer four questions, print a demo API key, then serve the
+# UI + API on http://$(HOST):$(PORT)/ until Ctrl-C. `make run SERVE=0` stops after the answers.
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SERVE ?= 1
 run: install
 	$(RAG) ingest data/knowledge --kb $(KB)
 	$(RAG) docs --kb $(KB)
@@ -32,6 +47,12 @@ run: install
 	$(RAG) ask "30岁男性选择20年交，每万元保额的年交保费是多少？" --kb $(KB)
 	$(RAG) ask "星河知识库服务默认监听哪个端口？" --kb $(KB)
 	$(RAG) ask "信息安全管理制度规定的机房温度标准是多少？" --kb $(KB)
+ifeq ($(SERVE),1)
+	@echo "Demo API key (tenant 'default', role editor) - paste it into the UI:"
+	@$(RAG) keys create --tenant default --role editor --name demo --kb $(KB)
+	@echo "UI: http://$(HOST):$(PORT)/   API docs: http://$(HOST):$(PORT)/docs   (Ctrl-C stops)"
+	$(RAG) serve --kb $(KB) --host $(HOST) --port $(PORT)
+endif
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -40,7 +61,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy rag_app pipelines
 
-pytest: install
+pytest: install browser-deps
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck pytest

@@ -79,6 +79,15 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = Field(None, description="API key for the endpoint, if needed.")
     llm_timeout: float = Field(60.0, gt=0)
 
+    upload_max_mb: float = Field(20.0, gt=0, description="Service: largest upload (413 above).")
+    workers: int = Field(
+        1, ge=0, description="Service: ingestion worker threads in the API process."
+    )
+    job_lease_seconds: float = Field(
+        60.0, gt=0, description="A job whose worker hasn't heartbeat for this long is requeued."
+    )
+    job_max_attempts: int = Field(3, ge=1, description="Requeues before a job is FAILED.")
+
     @model_validator(mode="after")
     def _check_overlap(self) -> Settings:
         if self.chunk_overlap >= self.chunk_size:
@@ -91,6 +100,10 @@ class Settings(BaseSettings):
     @property
     def max_file_bytes(self) -> int:
         return int(self.max_file_mb * 1024 * 1024)
+
+    @property
+    def upload_max_bytes(self) -> int:
+        return int(self.upload_max_mb * 1024 * 1024)
 
     def ledger_url(self) -> str:
         if self.database_url:

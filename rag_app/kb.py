@@ -22,10 +22,11 @@ from pipelines.ingest import (
 )
 from rag_app.config import Settings
 from rag_app.embeddings import load_embedding
+from rag_app.faults import fault_point
 from rag_app.readers import SUPPORTED_EXTENSIONS, ReaderError, read_bytes
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.scope import Scope
-from rag_app.store.ledger import Ledger
+from rag_app.store.ledger import DocumentGone, Ledger
 from rag_app.store.vectors import VectorStore
 from rag_app.types import (
     REFUSAL,
@@ -72,6 +73,11 @@ def node_to_source(node: NodeWithScore) -> Source:
     )
 
 
+def internal_error(exc: BaseException) -> str:
+    """A short, secret-free description of an unexpected failure (details go to the log)."""
+    return f"internal error ({type(exc).__name__}); see the server log"
+
+
 def make_doc_id(tenant: str, rel_path: str) -> str:
     """Stable id from the tenant and the path relative to the ingested root."""
     return hashlib.sha1(f"{tenant}\n{rel_path}".encode()).hexdigest()[:24]
@@ -111,10 +117,14 @@ class KnowledgeBase:
         self.path = settings.kb_dir
         self.path.mkdir(parents=True, exist_ok=True)
         self.ledger = Ledger(settings.ledger_url())
-        self._check_embedding_matches()
-        self.vectors = VectorStore(
-            path=self.path / "chroma", url=settings.chroma_url, collection=settings.collection
-        )
+        try:
+            self._check_embedding_matches()
+            self.vectors = VectorStore(
+                path=self.path / "chroma", url=settings.chroma_url, collection=settings.collection
+            )
+        except BaseException:
+            self.ledger.close()
+            raise
         self._embed_model: BaseEmbedding | None = embed_model
         self._pipeline: IngestionPipeline | None = None
 
@@ -204,9 +214,28 @@ class KnowledgeBase:
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
-    def _ingest_file(self, item: _InputFile, tenant: str) -> FileResult:
+    def ingest_one(
+        self,
+        path: str | Path,
+        *,
+        tenant: str = "default",
+        rel_path: str | None = None,
+        doc_id: str | None = None,
+        force: bool = False,
+    ) -> FileResult:
+        """Ingest one file as document ``doc_id`` (default: from tenant + ``rel_path``).
+
+        ``force`` re-parses even when the content and pipeline are unchanged (a new version).
+        """
+        item = _InputFile(Path(path), rel_path or Path(path).name, explicit=True)
+        _ = self.pipeline
+        return self._ingest_file(item, tenant, doc_id=doc_id, force=force)
+
+    def _ingest_file(
+        self, item: _InputFile, tenant: str, *, doc_id: str | None = None, force: bool = False
+    ) -> FileResult:
         t0 = time.perf_counter()
-        doc_id = make_doc_id(tenant, item.rel_path)
+        doc_id = doc_id or make_doc_id(tenant, item.rel_path)
         source = str(item.path.resolve())
         result = FileResult(path=str(item.path), doc_id=doc_id, status="FAILED")
         ext = item.path.suffix.lower()
@@ -245,7 +274,8 @@ class KnowledgeBase:
             fingerprint = pipeline_fingerprint(self.settings)
             existing = self.ledger.get_document(doc_id)
             if (
-                existing is not None
+                not force
+                and existing is not None
                 and existing.version > 0
                 and existing.content_hash == content_hash
                 and self.ledger.fingerprint(doc_id) == fingerprint
@@ -259,11 +289,13 @@ class KnowledgeBase:
             embedded = embed_document(self.pipeline, document, version=version)
             if not embedded:
                 raise ReaderError("no indexable text after chunking")
+            fault_point("ingest.after_parse")
             self.vectors.upsert(
                 [c.row["chunk_id"] for c in embedded],
                 [c.embedding for c in embedded],
                 [c.metadata for c in embedded],
             )
+            fault_point("ingest.after_vectors")
             self.ledger.commit_version(
                 doc_id=doc_id,
                 tenant=tenant,
@@ -280,12 +312,19 @@ class KnowledgeBase:
             result.reason = str(exc)
             self.ledger.mark_failed(doc_id, result.reason)
             return self._finish(result, t0)
+        except DocumentGone:
+            # deleted while we were building it: remove what we wrote, report, don't resurrect
+            self.vectors.delete_document(doc_id)
+            result.status, result.reason = "CANCELLED", "document was deleted during ingestion"
+            return self._finish(result, t0)
         except Exception as exc:  # a bug or an infrastructure failure: keep the batch going
             logger.exception("ingesting %s failed", item.path)
             result.reason = f"{type(exc).__name__}: {exc}"
-            self.ledger.mark_failed(doc_id, result.reason)
+            # the ledger's error is shown to API users: no details that may hold paths or secrets
+            self.ledger.mark_failed(doc_id, internal_error(exc))
             return self._finish(result, t0)
         result.status, result.version, result.chunks = "SUCCESS", version, len(embedded)
+        fault_point("ingest.after_commit")
         self._drop_inactive(doc_id, version)
         return self._finish(result, t0)
 
@@ -317,6 +356,7 @@ class KnowledgeBase:
     def delete(self, doc_id: str) -> bool:
         """Delete a document everywhere. Returns False when there was no such document."""
         existed = self.ledger.delete_document(doc_id)
+        fault_point("delete.after_ledger")
         try:
             self.vectors.delete_document(doc_id)
         except Exception:
@@ -429,7 +469,12 @@ class KnowledgeBase:
 
     # ----- maintenance -------------------------------------------------------------------
     def doctor(self, repair: bool = True) -> dict[str, int]:
-        """Reconcile the vector index with the ledger (the source of truth)."""
+        """Reconcile the vector and keyword indexes with the ledger (the source of truth).
+
+        Removes vectors of chunks that are not active, and ledger/keyword rows of versions that
+        are not active (what a crash between the steps of an ingestion or a delete leaves).
+        """
+        stale_chunks, stale_keywords = self.ledger.purge_inactive(repair=repair)
         active = self.ledger.all_active_chunk_ids()
         indexed = self.vectors.all_ids()
         orphans = sorted(indexed - active)
@@ -441,5 +486,7 @@ class KnowledgeBase:
             "vectors": len(indexed),
             "orphan_vectors": len(orphans),
             "missing_vectors": len(missing),
-            "repaired": len(orphans) if repair else 0,
+            "inactive_chunk_rows": stale_chunks,
+            "stale_keyword_rows": stale_keywords,
+            "repaired": (len(orphans) + stale_chunks + stale_keywords) if repair else 0,
         }

@@ -37,7 +37,7 @@ class FileResult(BaseModel):
 
     path: str
     doc_id: str | None = None
-    status: str = Field(description="SUCCESS | UNCHANGED | FAILED | SKIPPED")
+    status: str = Field(description="SUCCESS | UNCHANGED | FAILED | SKIPPED | CANCELLED")
     chunks: int = 0
     version: int | None = None
     reason: str | None = None
@@ -73,6 +73,7 @@ class DocumentInfo(BaseModel):
     doc_id: str
     tenant: str
     source: str
+    rel_path: str = ""
     doc_type: str
     title: str | None = None
     content_hash: str | None = None

@@ -84,6 +84,8 @@ class HybridRetriever(BaseRetriever):
     # ----- branches ----------------------------------------------------------------------
     def dense(self, question: str, n: int) -> list[tuple[str, float]]:
         """Active chunks in scope by cosine similarity, best first."""
+        if self.scope.doc_ids is not None and not self.scope.doc_ids:
+            return []  # an empty document list is an empty scope (Chroma rejects `$in: []`)
         query = self.embed_model.get_query_embedding(question)
         where = self.scope.chroma_where()
         fetch = n * 2

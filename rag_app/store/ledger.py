@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     Column,
     DateTime,
+    Float,
     Index,
     Integer,
     MetaData,
@@ -34,6 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine
 
+from rag_app.faults import fault_point
 from rag_app.types import ChunkInfo, DocStatus, DocumentInfo
 
 ERROR_MAX_CHARS = 500
@@ -85,6 +87,40 @@ chunks = Table(
     Index("ix_chunks_doc_version_index", "doc_id", "version", "chunk_index"),
 )
 
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("tenant", String(128), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("name", String(128), nullable=False, default=""),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float),
+)
+
+# The durable ingestion queue. Times are epoch seconds (portable comparisons across backends).
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", Integer, primary_key=True, autoincrement=True),
+    Column("doc_id", String(64), nullable=False, index=True),
+    Column("tenant", String(128), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("rel_path", Text, nullable=False),
+    Column("content_hash", String(64)),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("error", String(ERROR_MAX_CHARS)),
+    Column("worker", String(128)),
+    Column("created_at", Float, nullable=False),
+    Column("started_at", Float),
+    Column("heartbeat_at", Float),
+    Column("finished_at", Float),
+    Index("ix_jobs_status_id", "status", "job_id"),
+)
+
 CHUNK_FIELDS = (
     "chunk_id",
     "doc_id",
@@ -112,6 +148,10 @@ FTS_DDL = (
 FTS_VOCAB_DDL = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts_vocab USING fts5vocab(chunk_fts, 'row')"
 )
+
+
+class DocumentGone(LookupError):
+    """The document was deleted while a new version of it was being built."""
 
 
 def _fts_phrase(token: str) -> str:
@@ -187,6 +227,7 @@ class Ledger:
                 doc_id=r["doc_id"],
                 tenant=r["tenant"],
                 source=r["source"],
+                rel_path=r["rel_path"],
                 doc_type=r["doc_type"],
                 title=r["title"],
                 content_hash=r["content_hash"],
@@ -243,6 +284,42 @@ class Ledger:
             ).scalar_one_or_none()
         return max(current, highest or 0) + 1
 
+    def register_pending(
+        self, *, doc_id: str, tenant: str, source: str, rel_path: str, doc_type: str, size: int
+    ) -> None:
+        """Create (or re-mark) a document as PENDING: queued, its active version still served."""
+        now = _now()
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                update(documents)
+                .where(documents.c.doc_id == doc_id)
+                .values(status=DocStatus.PENDING.value, error=None, updated_at=now)
+            )
+            if not done.rowcount:
+                conn.execute(
+                    insert(documents).values(
+                        doc_id=doc_id,
+                        tenant=tenant,
+                        source=source,
+                        rel_path=rel_path,
+                        doc_type=doc_type,
+                        version=0,
+                        status=DocStatus.PENDING.value,
+                        size_bytes=size,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+
+    def find_by_hash(self, tenant: str, content_hash: str) -> str | None:
+        """A document of ``tenant`` whose active content has this hash, if any."""
+        with self.engine.connect() as conn:
+            return conn.execute(
+                select(documents.c.doc_id)
+                .where(and_(documents.c.tenant == tenant, documents.c.content_hash == content_hash))
+                .limit(1)
+            ).scalar_one_or_none()
+
     def mark_failed(self, doc_id: str, error: str) -> None:
         """Record a failure; the active version (if any) stays active and queryable."""
         with self.engine.begin() as conn:
@@ -266,8 +343,17 @@ class Ledger:
         source: str,
         size: int,
     ) -> None:
-        """Insert a version's chunks and make it the active version, in one transaction."""
+        """Insert a version's chunks and make it the active version, in one transaction.
+
+        Raises :class:`DocumentGone` (and writes nothing) when the document row was deleted
+        meanwhile, so a delete racing an ingestion job never resurrects the document.
+        """
         with self.engine.begin() as conn:
+            exists = conn.execute(
+                select(documents.c.doc_id).where(documents.c.doc_id == doc_id)
+            ).scalar_one_or_none()
+            if exists is None:
+                raise DocumentGone(doc_id)
             conn.execute(
                 delete(chunks).where(and_(chunks.c.doc_id == doc_id, chunks.c.version == version))
             )
@@ -298,6 +384,7 @@ class Ledger:
                         ),
                         keyword_rows,
                     )
+            fault_point("ingest.in_commit")  # chunks written, version not flipped yet
             conn.execute(
                 update(documents)
                 .where(documents.c.doc_id == doc_id)
@@ -341,6 +428,39 @@ class Ledger:
                     {"d": doc_id},
                 )
         return int(result.rowcount or 0)
+
+    def purge_inactive(self, repair: bool = True) -> tuple[int, int]:
+        """Chunk rows and keyword rows of versions that are not active (left by a crash).
+
+        Returns (chunk rows, keyword rows) found; deletes them when ``repair``.
+        """
+        inactive_chunks = (
+            and_(
+                chunks.c.version
+                != select(documents.c.version)
+                .where(documents.c.doc_id == chunks.c.doc_id)
+                .scalar_subquery()
+            )
+            | ~select(documents.c.doc_id).where(documents.c.doc_id == chunks.c.doc_id).exists()
+        )
+        fts_where = (
+            "NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = chunk_fts.doc_id "
+            "AND d.version = chunk_fts.version)"
+        )
+        with self.engine.begin() as conn:
+            n_chunks = int(conn.execute(select(func.count()).where(inactive_chunks)).scalar_one())
+            n_fts = 0
+            if self.is_sqlite:
+                n_fts = int(
+                    conn.execute(
+                        text(f"SELECT count(*) FROM chunk_fts WHERE {fts_where}")
+                    ).scalar_one()
+                )
+            if repair:
+                conn.execute(delete(chunks).where(inactive_chunks))
+                if self.is_sqlite:
+                    conn.execute(text(f"DELETE FROM chunk_fts WHERE {fts_where}"))
+        return n_chunks, n_fts
 
     def delete_document(self, doc_id: str) -> bool:
         with self.engine.begin() as conn:

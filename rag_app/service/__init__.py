@@ -1,0 +1,1 @@
+"""The knowledge-base service: FastAPI app, API keys, durable ingestion workers."""

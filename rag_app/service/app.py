@@ -1,0 +1,92 @@
+"""The FastAPI application: API under /api (OpenAPI at /docs), browser UI at /.
+
+>>> app = create_app(Settings(kb_dir=Path(".rag")))   # doctest: +SKIP
+>>> uvicorn.run(app, host="127.0.0.1", port=8000)      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from rag_app import __version__
+from rag_app.config import Settings
+from rag_app.kb import KnowledgeBase
+from rag_app.service import routes_documents, routes_query
+from rag_app.service.deps import KeyDep, ServiceState, StateDep
+from rag_app.service.schemas import Health, Me
+from rag_app.service.worker import WorkerPool
+from rag_app.store.jobs import JobQueue
+
+logger = logging.getLogger(__name__)
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+system = APIRouter(prefix="/api", tags=["system"])
+
+
+@system.get("/health", response_model=Health)
+def health(state: StateDep) -> Health:
+    """Liveness and queue depth (no key needed)."""
+    counts = state.queue.counts()
+    return Health(
+        status="ok",
+        version=__version__,
+        embedding=state.settings.embedding,
+        queue={"pending": counts["pending"], "processing": counts["processing"]},
+    )
+
+
+@system.get("/me", response_model=Me)
+def me(key: KeyDep) -> Me:
+    """The tenant and role of the API key you sent."""
+    return Me(tenant=key.tenant, role=key.role.value, key_id=key.key_id)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    kb: KnowledgeBase | None = None,
+    workers: int | None = None,
+) -> FastAPI:
+    """Build the app. ``workers`` ingestion threads run inside it (0: use ``rag worker``)."""
+    settings = settings or Settings()
+    kb = kb or KnowledgeBase(settings)
+    threads = settings.workers if workers is None else workers
+    queue = JobQueue(kb.ledger, max_attempts=settings.job_max_attempts)
+    state = ServiceState(
+        settings=settings, kb=kb, queue=queue, upload_dir=settings.kb_dir / "uploads"
+    )
+    pool = WorkerPool(kb, queue, threads=threads, lease_seconds=settings.job_lease_seconds)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # load the embedding model in the background: the first request needn't pay for it
+        threading.Thread(target=lambda: kb.embed_model, daemon=True).start()
+        pool.start()
+        try:
+            yield
+        finally:
+            pool.stop()
+
+    app = FastAPI(
+        title="rag_app knowledge-base service",
+        version=__version__,
+        description="Upload documents, watch them ingest, ask questions with cited sources. "
+        "Every /api route except /api/health needs `Authorization: Bearer <key>`.",
+        lifespan=lifespan,
+    )
+    app.state.service = state
+    app.state.pool = pool
+    app.include_router(system)
+    app.include_router(routes_documents.router)
+    app.include_router(routes_query.router)
+    if (WEB_DIR / "index.html").is_file():
+        app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
+    return app

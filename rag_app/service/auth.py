@@ -1,0 +1,110 @@
+"""API keys: ``rk_<key id>_<secret>``, stored as a SHA-256 hash, bound to a tenant and a role.
+
+The tenant of every request comes from its key, never from the request body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sqlalchemy import and_, insert, select, update
+
+from rag_app.store.ledger import Ledger, api_keys
+
+_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class Role(StrEnum):
+    READER = "reader"  # ask, retrieve, list and read documents
+    EDITOR = "editor"  # and upload, reparse, delete
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    key_id: str
+    tenant: str
+    role: Role
+    name: str
+    created_at: float
+    revoked: bool = False
+
+    @property
+    def can_edit(self) -> bool:
+        return self.role == Role.EDITOR
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def create_key(ledger: Ledger, tenant: str, role: str | Role, name: str = "") -> str:
+    """Create a key and return it in plain text (shown once; only its hash is stored)."""
+    if not _TENANT.match(tenant):
+        raise ValueError(
+            f"invalid tenant {tenant!r}: use letters, digits, '.', '_' or '-' (max 128)"
+        )
+    role = Role(role)
+    key_id = secrets.token_hex(4)
+    key = f"rk_{key_id}_{secrets.token_urlsafe(24)}"
+    with ledger.engine.begin() as conn:
+        conn.execute(
+            insert(api_keys).values(
+                key_id=key_id,
+                key_hash=_hash(key),
+                tenant=tenant,
+                role=role.value,
+                name=name,
+                created_at=time.time(),
+            )
+        )
+    return key
+
+
+def verify_key(ledger: Ledger, key: str) -> KeyInfo | None:
+    """The key's tenant and role, or None when it is unknown or revoked."""
+    if not key or not key.startswith("rk_"):
+        return None
+    with ledger.engine.connect() as conn:
+        row = (
+            conn.execute(
+                select(api_keys).where(
+                    and_(api_keys.c.key_hash == _hash(key), api_keys.c.revoked_at.is_(None))
+                )
+            )
+            .mappings()
+            .first()
+        )
+    if row is None:
+        return None
+    return KeyInfo(row["key_id"], row["tenant"], Role(row["role"]), row["name"], row["created_at"])
+
+
+def list_keys(ledger: Ledger) -> list[KeyInfo]:
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(select(api_keys).order_by(api_keys.c.created_at)).mappings().all()
+    return [
+        KeyInfo(
+            r["key_id"],
+            r["tenant"],
+            Role(r["role"]),
+            r["name"],
+            r["created_at"],
+            revoked=r["revoked_at"] is not None,
+        )
+        for r in rows
+    ]
+
+
+def revoke_key(ledger: Ledger, key_id: str) -> bool:
+    with ledger.engine.begin() as conn:
+        result = conn.execute(
+            update(api_keys)
+            .where(and_(api_keys.c.key_id == key_id, api_keys.c.revoked_at.is_(None)))
+            .values(revoked_at=time.time())
+        )
+    return bool(result.rowcount)

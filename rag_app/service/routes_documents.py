@@ -1,0 +1,173 @@
+"""/api/documents: upload, list, read, chunks, reparse, delete (tenant from the API key)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from fastapi import APIRouter, HTTPException, Request, UploadFile, status
+from fastapi.responses import JSONResponse
+
+from rag_app.faults import fault_point
+from rag_app.kb import make_doc_id
+from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
+from rag_app.service.schemas import (
+    Accepted,
+    ChunkList,
+    Deleted,
+    DocumentList,
+    DocumentOut,
+)
+from rag_app.service.uploads import UploadRejected, check_content, sanitize_filename
+from rag_app.types import DocumentInfo
+
+router = APIRouter(prefix="/api/documents", tags=["documents"])
+
+_READ_BLOCK = 1 << 20
+
+
+def _own_document(state: ServiceState, tenant: str, doc_id: str) -> DocumentInfo:
+    """The document, if it belongs to ``tenant``; another tenant's document is a plain 404."""
+    doc = state.kb.document(doc_id)
+    if doc is None or doc.tenant != tenant:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {doc_id}")
+    return doc
+
+
+def _out(state: ServiceState, doc: DocumentInfo) -> DocumentOut:
+    return DocumentOut.of(doc, state.queue.latest_for([doc.doc_id]).get(doc.doc_id))
+
+
+async def _read_limited(file: UploadFile, limit: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    while block := await file.read(_READ_BLOCK):
+        size += len(block)
+        if size > limit:
+            raise UploadRejected(
+                413, f"file too large: more than {limit / 1048576:g} MB (RAG_UPLOAD_MAX_MB)"
+            )
+        parts.append(block)
+    return b"".join(parts)
+
+
+def _store(upload_dir: Path, doc_id: str, digest: str, name: str, data: bytes) -> Path:
+    """Write the upload under uploads/<doc id>/<hash>/<name>, atomically."""
+    folder = upload_dir / doc_id / digest[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".upload-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=Accepted)
+async def upload_document(
+    request: Request, file: UploadFile, key: EditorDep, state: StateDep
+) -> Accepted | JSONResponse:
+    """Upload a file (multipart field ``file``); ingestion runs in the background (202)."""
+    limit = state.settings.upload_max_bytes
+    try:
+        declared = int(request.headers.get("content-length", "0") or 0)
+        if declared > limit + 64 * 1024:  # multipart framing adds a little
+            raise UploadRejected(
+                413, f"file too large: more than {limit / 1048576:g} MB (RAG_UPLOAD_MAX_MB)"
+            )
+        name = sanitize_filename(file.filename)
+        data = await _read_limited(file, limit)
+        doc_type = check_content(name, data)
+    except UploadRejected as exc:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+    digest = hashlib.sha256(data).hexdigest()
+    duplicate = state.kb.ledger.find_by_hash(key.tenant, digest) or state.queue.pending_hash(
+        key.tenant, digest
+    )
+    if duplicate:
+        return JSONResponse(
+            {"detail": "the same content was already uploaded", "doc_id": duplicate},
+            status_code=status.HTTP_409_CONFLICT,
+        )
+    doc_id = make_doc_id(key.tenant, name)
+    path = _store(state.upload_dir, doc_id, digest, name, data)
+    state.kb.ledger.register_pending(
+        doc_id=doc_id,
+        tenant=key.tenant,
+        source=str(path),
+        rel_path=name,
+        doc_type=doc_type,
+        size=len(data),
+    )
+    job = state.queue.enqueue(
+        doc_id=doc_id,
+        tenant=key.tenant,
+        kind="ingest",
+        path=str(path),
+        rel_path=name,
+        content_hash=digest,
+    )
+    return Accepted(doc_id=doc_id, filename=name, job_id=job.job_id)
+
+
+@router.get("", response_model=DocumentList)
+def list_documents(key: KeyDep, state: StateDep) -> DocumentList:
+    docs = state.kb.documents(key.tenant)
+    latest = state.queue.latest_for([d.doc_id for d in docs])
+    return DocumentList(documents=[DocumentOut.of(d, latest.get(d.doc_id)) for d in docs])
+
+
+@router.get("/{doc_id}", response_model=DocumentOut)
+def get_document(doc_id: str, key: KeyDep, state: StateDep) -> DocumentOut:
+    return _out(state, _own_document(state, key.tenant, doc_id))
+
+
+@router.get("/{doc_id}/chunks", response_model=ChunkList)
+def get_chunks(doc_id: str, key: KeyDep, state: StateDep) -> ChunkList:
+    doc = _own_document(state, key.tenant, doc_id)
+    return ChunkList(doc_id=doc_id, version=doc.version, chunks=state.kb.chunks(doc_id))
+
+
+@router.post("/{doc_id}/reparse", status_code=status.HTTP_202_ACCEPTED, response_model=Accepted)
+def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
+    """Parse, chunk and embed the stored file again as a new version (old one served meanwhile)."""
+    doc = _own_document(state, key.tenant, doc_id)
+    if not Path(doc.source).is_file():
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, "the document's stored file is gone; upload it again"
+        )
+    state.kb.ledger.register_pending(
+        doc_id=doc_id,
+        tenant=key.tenant,
+        source=doc.source,
+        rel_path=doc.rel_path,
+        doc_type=doc.doc_type,
+        size=doc.size_bytes,
+    )
+    job = state.queue.enqueue(
+        doc_id=doc_id,
+        tenant=key.tenant,
+        kind="reparse",
+        path=doc.source,
+        rel_path=doc.rel_path,
+        content_hash=doc.content_hash,
+    )
+    return Accepted(doc_id=doc_id, filename=doc.rel_path, job_id=job.job_id)
+
+
+@router.delete("/{doc_id}", response_model=Deleted)
+def delete_document(doc_id: str, key: EditorDep, state: StateDep) -> Deleted:
+    """Delete the document from the ledger, the keyword index and the vector index."""
+    _own_document(state, key.tenant, doc_id)
+    state.queue.cancel_for_document(doc_id)
+    state.kb.delete(doc_id)
+    fault_point("delete.after_stores")
+    shutil.rmtree(state.upload_dir / doc_id, ignore_errors=True)
+    return Deleted(doc_id=doc_id)

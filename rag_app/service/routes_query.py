@@ -1,0 +1,46 @@
+"""/api/ask and /api/retrieve, scoped to the API key's tenant."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, status
+
+from rag_app.service.deps import KeyDep, ServiceState, StateDep
+from rag_app.service.schemas import AnswerOut, AskIn, RetrieveIn, RetrieveOut, SourceOut
+from rag_app.types import Source
+
+router = APIRouter(prefix="/api", tags=["query"])
+
+
+def _sources(state: ServiceState, sources: list[Source]) -> list[SourceOut]:
+    names: dict[str, str] = {}
+    for s in sources:
+        if s.doc_id not in names:
+            doc = state.kb.document(s.doc_id)
+            names[s.doc_id] = doc.rel_path if doc else ""
+    return [SourceOut.of(s, names[s.doc_id]) for s in sources]
+
+
+@router.post("/ask", response_model=AnswerOut)
+def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
+    """Answer from the tenant's documents with citations, or refuse ("当前知识库中未找到足够依据。")."""
+    if not body.question.strip():
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "question is empty")
+    answer = state.kb.ask(body.question, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
+    return AnswerOut(
+        question=answer.question,
+        answer=answer.answer,
+        refused=answer.refused,
+        reason=answer.reason,
+        mode=answer.mode,
+        sources=_sources(state, answer.sources),
+        timings=answer.timings,
+    )
+
+
+@router.post("/retrieve", response_model=RetrieveOut)
+def retrieve(body: RetrieveIn, key: KeyDep, state: StateDep) -> RetrieveOut:
+    """Hybrid retrieval (vector + BM25, fused and reranked) without answering."""
+    if not body.query.strip():
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "query is empty")
+    found = state.kb.retrieve(body.query, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
+    return RetrieveOut(sources=_sources(state, found))

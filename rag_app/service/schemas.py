@@ -1,0 +1,142 @@
+"""Request and response bodies of the HTTP API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from rag_app.store.jobs import Job
+from rag_app.types import ChunkInfo, DocumentInfo, Source
+
+
+class JobOut(BaseModel):
+    job_id: int
+    kind: str
+    status: str
+    error: str | None = None
+    attempts: int = 0
+
+    @classmethod
+    def of(cls, job: Job) -> JobOut:
+        return cls(
+            job_id=job.job_id,
+            kind=job.kind,
+            status=job.status,
+            error=job.error,
+            attempts=job.attempts,
+        )
+
+
+class DocumentOut(BaseModel):
+    doc_id: str
+    filename: str
+    doc_type: str
+    title: str | None = None
+    status: str
+    error: str | None = None
+    version: int
+    chunk_count: int
+    size_bytes: int
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    job: JobOut | None = None
+
+    @classmethod
+    def of(cls, doc: DocumentInfo, job: Job | None) -> DocumentOut:
+        return cls(
+            doc_id=doc.doc_id,
+            filename=doc.rel_path,
+            doc_type=doc.doc_type,
+            title=doc.title,
+            status=doc.status.value,
+            error=doc.error,
+            version=doc.version,
+            chunk_count=doc.chunk_count,
+            size_bytes=doc.size_bytes,
+            created_at=doc.created_at,
+            updated_at=doc.updated_at,
+            job=JobOut.of(job) if job else None,
+        )
+
+
+class DocumentList(BaseModel):
+    documents: list[DocumentOut]
+
+
+class Accepted(BaseModel):
+    doc_id: str
+    filename: str
+    status: str = "PENDING"
+    job_id: int
+
+
+class Deleted(BaseModel):
+    doc_id: str
+    deleted: bool = True
+
+
+class ChunkList(BaseModel):
+    doc_id: str
+    version: int
+    chunks: list[ChunkInfo]
+
+
+class SourceOut(BaseModel):
+    """A citation: the chunk's text and location (from the ledger, never from a model)."""
+
+    text: str
+    filename: str
+    doc_id: str
+    chunk_id: str
+    chunk_index: int
+    version: int
+    score: float
+    title_path: str = ""
+    start_char: int
+    end_char: int
+    block_types: str = ""
+
+    @classmethod
+    def of(cls, source: Source, filename: str) -> SourceOut:
+        data = source.model_dump(exclude={"source", "tenant"})
+        return cls(filename=filename, **data)
+
+
+class AskIn(BaseModel):
+    question: str = Field(min_length=1, max_length=2000)
+    top_k: int = Field(5, ge=1, le=50)
+    doc_ids: list[str] | None = Field(None, description="Only these documents (of your tenant).")
+
+
+class RetrieveIn(BaseModel):
+    query: str = Field(min_length=1, max_length=2000)
+    top_k: int = Field(5, ge=1, le=50)
+    doc_ids: list[str] | None = None
+
+
+class AnswerOut(BaseModel):
+    question: str
+    answer: str
+    refused: bool
+    reason: str | None = None
+    mode: str
+    sources: list[SourceOut]
+    timings: dict[str, float]
+
+
+class RetrieveOut(BaseModel):
+    sources: list[SourceOut]
+
+
+class Me(BaseModel):
+    tenant: str
+    role: str
+    key_id: str
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+    embedding: str
+    queue: dict[str, int]

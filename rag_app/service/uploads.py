@@ -1,0 +1,73 @@
+"""Upload safety: file-name sanitizing, extension and content sniffing, bounded reads."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import PurePosixPath, PureWindowsPath
+
+from rag_app.readers import SUPPORTED_EXTENSIONS
+from rag_app.readers.text import sniff_binary
+
+MAX_NAME_CHARS = 160
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
+
+
+class UploadRejected(ValueError):
+    """The upload is refused; ``status_code`` is the HTTP status to answer with."""
+
+    def __init__(self, status_code: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status_code = status_code
+        self.detail = detail
+
+
+def sanitize_filename(raw: str | None) -> str:
+    """The base name only (no directories, no traversal), without control or reserved chars.
+
+    >>> sanitize_filename("../../etc/passwd.md")
+    'passwd.md'
+    >>> sanitize_filename("C:\\\\docs\\\\制度 v2.md")
+    '制度 v2.md'
+    """
+    name = unicodedata.normalize("NFC", raw or "")
+    name = PureWindowsPath(PurePosixPath(name).name).name  # strip both separator styles
+    name = _UNSAFE.sub("_", name).strip().lstrip(".").strip()
+    if len(name) > MAX_NAME_CHARS:
+        stem, dot, ext = name.rpartition(".")
+        ext = ext if dot and len(ext) <= 10 else ""
+        name = stem[: MAX_NAME_CHARS - len(ext) - 1] + ("." + ext if ext else "")
+    if not name or name in {".", ".."}:
+        raise UploadRejected(422, "the upload has no usable file name")
+    return name
+
+
+def check_content(name: str, data: bytes) -> str:
+    """Extension allowed and content consistent with it; returns the document type."""
+    ext = ("." + name.rsplit(".", 1)[1].lower()) if "." in name else ""
+    doc_type = SUPPORTED_EXTENSIONS.get(ext)
+    if doc_type is None:
+        supported = ", ".join(sorted(SUPPORTED_EXTENSIONS))
+        raise UploadRejected(415, f"unsupported file type '{ext or name}' (supported: {supported})")
+    if not data.strip():
+        raise UploadRejected(422, "empty file")
+    head = data[:8192]
+    if doc_type == "pdf":
+        if b"%PDF-" not in data[:1024]:
+            raise UploadRejected(415, "content is not a PDF (no %PDF- header)")
+    elif doc_type == "docx":
+        if not data.startswith(b"PK\x03\x04"):
+            raise UploadRejected(415, "content is not a .docx (not a ZIP/OOXML package)")
+    else:
+        reason = sniff_binary(head)
+        if reason is None and not head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 BOMs
+            control = sum(1 for b in head if b < 0x20 and b not in b"\t\n\r\f")
+            if b"\x00" in head:
+                reason = "NUL bytes"
+            elif control > len(head) * 0.05:
+                reason = "control bytes"
+        if reason:
+            raise UploadRejected(
+                415, f"content of '{name}' looks binary ({reason}), not {ext} text"
+            )
+    return doc_type

@@ -1,0 +1,155 @@
+"""Ingestion workers: claim jobs from the ledger queue and run them through the knowledge base.
+
+Used in-process by the service (a small thread pool) and standalone by ``rag worker`` (several
+processes or machines share one queue). A job's worker heartbeats it; jobs of a dead worker are
+requeued after the lease by whichever worker looks first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from rag_app.kb import KnowledgeBase, internal_error
+from rag_app.store.jobs import Job, JobQueue, JobStatus
+from rag_app.types import FileResult
+
+logger = logging.getLogger(__name__)
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    """Processes jobs one at a time until stopped."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        queue: JobQueue,
+        *,
+        name: str | None = None,
+        lease_seconds: float = 60.0,
+        poll_seconds: float = 0.5,
+        on_job: Callable[[Job, FileResult], None] | None = None,
+    ) -> None:
+        self.kb = kb
+        self.queue = queue
+        self.name = name or worker_name()
+        self.lease_seconds = lease_seconds
+        self.poll_seconds = poll_seconds
+        self.on_job = on_job
+        self.stop_event = threading.Event()
+        self.processed = 0
+
+    def run_once(self) -> Job | None:
+        """Requeue stale jobs, claim one and process it. Returns the job, or None if idle."""
+        self.queue.requeue_stale(self.lease_seconds)
+        job = self.queue.claim(self.name)
+        if job is None:
+            return None
+        beat_stop = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(job, beat_stop), daemon=True)
+        beat.start()
+        try:
+            result = self._process(job)
+        finally:
+            beat_stop.set()
+            beat.join()
+        self.processed += 1
+        if self.on_job:
+            self.on_job(job, result)
+        return job
+
+    def _process(self, job: Job) -> FileResult:
+        logger.info("job %s: %s %s (%s)", job.job_id, job.kind, job.rel_path, job.doc_id)
+        try:
+            if not Path(job.path).is_file():
+                raise FileNotFoundError("the stored file is gone; upload it again")
+            result = self.kb.ingest_one(
+                job.path,
+                tenant=job.tenant,
+                rel_path=job.rel_path,
+                doc_id=job.doc_id,
+                force=job.kind == "reparse",
+            )
+        except FileNotFoundError as exc:
+            result = FileResult(path=job.path, doc_id=job.doc_id, status="FAILED", reason=str(exc))
+            self.kb.ledger.mark_failed(job.doc_id, str(exc))
+        except Exception as exc:  # keep the worker alive; the user sees a secret-free reason
+            logger.exception("job %s failed", job.job_id)
+            result = FileResult(path=job.path, doc_id=job.doc_id, status="FAILED")
+            result.reason = internal_error(exc)
+            self.kb.ledger.mark_failed(job.doc_id, result.reason)
+        if result.status in ("SUCCESS", "UNCHANGED"):
+            self.queue.finish(job.job_id, JobStatus.SUCCESS)
+        elif result.status == "CANCELLED":
+            self.queue.finish(job.job_id, JobStatus.CANCELLED, result.reason)
+        else:
+            document = self.kb.ledger.get_document(job.doc_id)  # its error is the public one
+            self.queue.finish(
+                job.job_id, JobStatus.FAILED, document.error if document else result.reason
+            )
+        return result
+
+    def _heartbeat(self, job: Job, stop: threading.Event) -> None:
+        interval = max(0.2, self.lease_seconds / 4)
+        while not stop.wait(interval):
+            try:
+                self.queue.heartbeat(job.job_id, self.name)
+            except Exception:  # a missed beat only risks a requeue
+                logger.exception("heartbeat of job %s failed", job.job_id)
+
+    def run(self, *, until_idle: bool = False, max_jobs: int | None = None) -> int:
+        """Loop until stopped (or the queue is empty with ``until_idle``). Returns jobs done."""
+        done = 0
+        while not self.stop_event.is_set():
+            try:
+                job = self.run_once()
+            except Exception:  # database hiccup: wait and retry
+                logger.exception("worker %s: queue error", self.name)
+                job = None
+            if job is not None:
+                done += 1
+                if max_jobs is not None and done >= max_jobs:
+                    break
+                continue
+            if until_idle:
+                break
+            self.stop_event.wait(self.poll_seconds)
+        return done
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+
+class WorkerPool:
+    """A few worker threads inside the API process."""
+
+    def __init__(
+        self, kb: KnowledgeBase, queue: JobQueue, *, threads: int = 1, lease_seconds: float = 60.0
+    ) -> None:
+        self.workers = [
+            Worker(kb, queue, lease_seconds=lease_seconds) for _ in range(max(0, threads))
+        ]
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for worker in self.workers:
+            thread = threading.Thread(target=worker.run, name=worker.name, daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        for worker in self.workers:
+            worker.stop()
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))

@@ -1,0 +1,269 @@
+"""The durable ingestion queue: jobs are rows in the ledger, claimed atomically by workers.
+
+A claim is one ``UPDATE … WHERE job_id = (SELECT … LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING``
+statement: on PostgreSQL concurrent workers skip each other's locked rows, on SQLite the statement
+takes the write lock before it reads, so either way a job is claimed by exactly one worker.
+A worker heartbeats its job; a job whose heartbeat is older than the lease (its worker died) goes
+back to PENDING, up to ``max_attempts`` times, then FAILED.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import and_, func, insert, select, update
+
+from rag_app.store.ledger import Ledger, _clip_error, documents, jobs
+from rag_app.types import DocStatus
+
+
+class JobStatus(StrEnum):
+    PENDING = "PENDING"
+    PROCESSING = "PROCESSING"
+    SUCCESS = "SUCCESS"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+OPEN_STATUSES = (JobStatus.PENDING.value, JobStatus.PROCESSING.value)
+
+
+@dataclass(frozen=True)
+class Job:
+    job_id: int
+    doc_id: str
+    tenant: str
+    kind: str  # "ingest" | "reparse"
+    status: str
+    path: str
+    rel_path: str
+    content_hash: str | None
+    attempts: int
+    error: str | None
+    worker: str | None
+    created_at: float
+    started_at: float | None
+    heartbeat_at: float | None
+    finished_at: float | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> Job:
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+
+
+class JobQueue:
+    """Queue operations on the ledger's ``jobs`` table."""
+
+    def __init__(self, ledger: Ledger, *, max_attempts: int = 3) -> None:
+        self.ledger = ledger
+        self.engine = ledger.engine
+        self.max_attempts = max_attempts
+
+    def enqueue(
+        self,
+        *,
+        doc_id: str,
+        tenant: str,
+        kind: str,
+        path: str,
+        rel_path: str,
+        content_hash: str | None = None,
+    ) -> Job:
+        """Add a job, or return the document's job that is still PENDING (coalesced)."""
+        now = time.time()
+        with self.engine.begin() as conn:
+            row = (
+                conn.execute(
+                    select(jobs).where(
+                        and_(
+                            jobs.c.doc_id == doc_id,
+                            jobs.c.status == JobStatus.PENDING.value,
+                        )
+                    )
+                )
+                .mappings()
+                .first()
+            )
+            if row is not None:
+                conn.execute(
+                    update(jobs)
+                    .where(jobs.c.job_id == row["job_id"])
+                    .values(path=path, rel_path=rel_path, content_hash=content_hash, kind=kind)
+                )
+                job_id = int(row["job_id"])
+            else:
+                result = conn.execute(
+                    insert(jobs).values(
+                        doc_id=doc_id,
+                        tenant=tenant,
+                        kind=kind,
+                        status=JobStatus.PENDING.value,
+                        path=path,
+                        rel_path=rel_path,
+                        content_hash=content_hash,
+                        attempts=0,
+                        created_at=now,
+                    )
+                )
+                key = result.inserted_primary_key
+                assert key is not None
+                job_id = int(key[0])
+        job = self.get(job_id)
+        assert job is not None
+        return job
+
+    def get(self, job_id: int) -> Job | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(jobs).where(jobs.c.job_id == job_id)).mappings().first()
+        return Job.from_row(row) if row else None
+
+    def latest_for(self, doc_ids: list[str]) -> dict[str, Job]:
+        """The newest job of each document."""
+        if not doc_ids:
+            return {}
+        newest = (
+            select(func.max(jobs.c.job_id))
+            .where(jobs.c.doc_id.in_(doc_ids))
+            .group_by(jobs.c.doc_id)
+            .scalar_subquery()
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(jobs).where(jobs.c.job_id.in_(newest))).mappings().all()
+        return {r["doc_id"]: Job.from_row(r) for r in rows}
+
+    def pending_hash(self, tenant: str, content_hash: str) -> str | None:
+        """The document id of an open job of ``tenant`` for content with this hash."""
+        with self.engine.connect() as conn:
+            return conn.execute(
+                select(jobs.c.doc_id)
+                .where(
+                    and_(
+                        jobs.c.tenant == tenant,
+                        jobs.c.content_hash == content_hash,
+                        jobs.c.status.in_(OPEN_STATUSES),
+                    )
+                )
+                .limit(1)
+            ).scalar_one_or_none()
+
+    def claim(self, worker: str) -> Job | None:
+        """Atomically take the oldest PENDING job (or None)."""
+        now = time.time()
+        oldest = (
+            select(jobs.c.job_id)
+            .where(jobs.c.status == JobStatus.PENDING.value)
+            .order_by(jobs.c.job_id)
+            .limit(1)
+            .with_for_update(skip_locked=True)
+            .scalar_subquery()
+        )
+        stmt = (
+            update(jobs)
+            .where(and_(jobs.c.job_id == oldest, jobs.c.status == JobStatus.PENDING.value))
+            .values(
+                status=JobStatus.PROCESSING.value,
+                worker=worker,
+                started_at=now,
+                heartbeat_at=now,
+                attempts=jobs.c.attempts + 1,
+            )
+            .returning(*jobs.c)
+        )
+        with self.engine.begin() as conn:
+            row = conn.execute(stmt).mappings().first()
+            if row is None:
+                return None
+            job = Job.from_row(row)
+            conn.execute(
+                update(documents)
+                .where(documents.c.doc_id == job.doc_id)
+                .values(status=DocStatus.PROCESSING.value)
+            )
+        return job
+
+    def heartbeat(self, job_id: int, worker: str) -> bool:
+        """Extend the lease; False when the job is no longer this worker's."""
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(jobs)
+                .where(
+                    and_(
+                        jobs.c.job_id == job_id,
+                        jobs.c.worker == worker,
+                        jobs.c.status == JobStatus.PROCESSING.value,
+                    )
+                )
+                .values(heartbeat_at=time.time())
+            )
+        return bool(result.rowcount)
+
+    def finish(self, job_id: int, status: JobStatus, error: str | None = None) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(jobs)
+                .where(jobs.c.job_id == job_id)
+                .values(status=status.value, error=_clip_error(error), finished_at=time.time())
+            )
+
+    def cancel_for_document(self, doc_id: str) -> int:
+        """Cancel a document's open jobs (it is being deleted)."""
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(jobs)
+                .where(and_(jobs.c.doc_id == doc_id, jobs.c.status.in_(OPEN_STATUSES)))
+                .values(status=JobStatus.CANCELLED.value, finished_at=time.time())
+            )
+        return int(result.rowcount or 0)
+
+    def requeue_stale(self, lease_seconds: float) -> tuple[int, int]:
+        """Jobs whose worker stopped heartbeating: back to PENDING, or FAILED after max attempts.
+
+        Returns (requeued, failed).
+        """
+        cutoff = time.time() - lease_seconds
+        stale = and_(
+            jobs.c.status == JobStatus.PROCESSING.value,
+            func.coalesce(jobs.c.heartbeat_at, 0.0) < cutoff,
+        )
+        error = (
+            f"gave up after {self.max_attempts} attempts: the worker stopped while processing "
+            "(crash or kill); see the server log"
+        )
+        with self.engine.begin() as conn:
+            given_up = conn.execute(
+                update(jobs)
+                .where(and_(stale, jobs.c.attempts >= self.max_attempts))
+                .values(status=JobStatus.FAILED.value, error=error, finished_at=time.time())
+                .returning(jobs.c.doc_id)
+            ).scalars()
+            failed_docs = list(given_up)
+            requeued_docs = list(
+                conn.execute(
+                    update(jobs)
+                    .where(stale)
+                    .values(status=JobStatus.PENDING.value, worker=None)
+                    .returning(jobs.c.doc_id)
+                ).scalars()
+            )
+            if failed_docs:
+                conn.execute(
+                    update(documents)
+                    .where(documents.c.doc_id.in_(failed_docs))
+                    .values(status=DocStatus.FAILED.value, error=error)
+                )
+            if requeued_docs:
+                conn.execute(
+                    update(documents)
+                    .where(documents.c.doc_id.in_(requeued_docs))
+                    .values(status=DocStatus.PENDING.value)
+                )
+        return len(requeued_docs), len(failed_docs)
+
+    def counts(self) -> dict[str, int]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status)).all()
+        found = {str(status): int(n) for status, n in rows}
+        return {s.value.lower(): found.get(s.value, 0) for s in JobStatus}

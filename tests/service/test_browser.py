@@ -1,0 +1,292 @@
+"""The browser UI end to end: real app under uvicorn, headless Debian Chromium driven by Playwright.
+
+Upload a Markdown policy through the file input, watch its row go to SUCCESS, open the chunk
+viewer, ask a question, click the citation marker. Screenshots of every step land in the test's
+tmp_path. Skipped only when /usr/bin/chromium (`make browser-deps`) or playwright is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.service.browser_helpers import CHROMIUM, LiveServer, PageWatch, launch_chromium
+
+if not CHROMIUM.exists():
+    pytest.skip(
+        f"{CHROMIUM} is missing: run `make browser-deps` (apt-get install chromium)",
+        allow_module_level=True,
+    )
+if importlib.util.find_spec("playwright") is None:
+    pytest.skip(
+        "the playwright package is missing (pip install -e '.[dev]')", allow_module_level=True
+    )
+
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+FILENAME = "差旅管理办法.md"
+POLICY_MD = """# 差旅管理办法
+
+## 第一条 总则
+
+为规范公司差旅费用管理，控制差旅成本，制定本办法。本办法适用于公司全体员工。
+
+## 第三条 住宿标准
+
+一线城市住宿标准为每晚 600 元，其他城市住宿标准为每晚 400 元。
+
+超出标准的部分由员工自行承担，特殊情况须经部门负责人书面批准。
+
+## 第四条 交通标准
+
+| 职级 | 火车 | 飞机 |
+| --- | --- | --- |
+| 普通员工 | 二等座 | 经济舱 |
+| 部门负责人 | 一等座 | 经济舱 |
+"""
+
+INGEST_TIMEOUT_MS = 120_000
+UI_TIMEOUT_MS = 20_000
+
+
+@dataclass
+class Live:
+    url: str
+    editor_key: str
+    reader_key: str
+    docs_dir: Path
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory, embed_model: Any) -> Iterator[Live]:
+    """The real app (temporary KB, in-app ingestion workers) on 127.0.0.1:<free port>."""
+    from rag_app.config import Settings
+    from rag_app.kb import KnowledgeBase
+    from rag_app.service.app import create_app
+    from rag_app.service.auth import create_key
+
+    root = tmp_path_factory.mktemp("browser")
+    # module scope runs before the autouse RAG_* cleaner: keep the developer's shell out here too
+    with pytest.MonkeyPatch.context() as env:
+        for name in [n for n in os.environ if n.startswith("RAG_")]:
+            env.delenv(name)
+        settings = Settings(kb_dir=root / "kb")
+    kb = KnowledgeBase(settings, embed_model=embed_model)
+    app = create_app(settings, kb=kb)
+    editor_key = create_key(kb.ledger, "acme", "editor", "browser test editor")
+    reader_key = create_key(kb.ledger, "acme", "reader", "browser test reader")
+    docs_dir = root / "docs"
+    docs_dir.mkdir()
+    server = LiveServer(app).start()
+    try:
+        yield Live(server.url, editor_key, reader_key, docs_dir)
+    finally:
+        server.stop()
+        kb.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1360, "height": 900}, locale="zh-CN")
+    page = context.new_page()
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+class Shots:
+    """page.screenshot into tmp_path as 01-<step>.png, 02-<step>.png, ..."""
+
+    def __init__(self, page: Any, directory: Path) -> None:
+        self.page, self.directory, self.count = page, directory, 0
+
+    def __call__(self, step: str, full_page: bool = False) -> Path:
+        self.count += 1
+        path = self.directory / f"{self.count:02d}-{step}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        return path
+
+
+def _save_key(page: Any, key: str) -> None:
+    page.get_by_test_id("api-key-input").fill(key)
+    page.get_by_test_id("api-key-save").click()
+
+
+def _drop_file(page: Any, name: str, text: str) -> None:
+    """Drag a file onto the drop zone the way a browser does (DataTransfer with a File)."""
+    data_transfer = page.evaluate_handle(
+        """([name, text]) => {
+            const dt = new DataTransfer();
+            dt.items.add(new File([text], name, {type: "text/markdown"}));
+            return dt;
+        }""",
+        [name, text],
+    )
+    dropzone = page.get_by_test_id("dropzone")
+    for event in ("dragenter", "dragover", "drop"):
+        dropzone.dispatch_event(event, {"dataTransfer": data_transfer})
+
+
+def _api(live: Live, path: str, key: str) -> Any:
+    request = urllib.request.Request(live.url + path, headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path) -> None:
+    watch = PageWatch().attach(page)
+    shot = Shots(page, tmp_path)
+    policy = live.docs_dir / FILENAME
+    policy.write_text(POLICY_MD, encoding="utf-8")
+
+    # 1. open the UI, paste the editor key: /api/me shows tenant and role
+    page.goto(live.url + "/")
+    expect(page.get_by_test_id("api-key-input")).to_be_visible()
+    shot("opened")
+    _save_key(page, live.editor_key)
+    whoami = page.get_by_test_id("whoami")
+    expect(whoami).to_contain_text("acme")
+    expect(whoami).to_contain_text("editor")
+    expect(page.get_by_test_id("upload-input")).to_be_enabled()
+    shot("key-saved")
+
+    # 2. upload through the file input; the row goes PENDING/PROCESSING -> SUCCESS by polling
+    page.get_by_test_id("upload-input").set_input_files(str(policy))
+    row = page.locator("[data-testid=doc-row]").filter(has_text=FILENAME)
+    expect(row).to_have_count(1)
+    expect(row).to_have_attribute("data-status", re.compile("PENDING|PROCESSING|SUCCESS"))
+    shot("uploaded")
+    expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+    expect(row.get_by_test_id("doc-status")).to_contain_text("SUCCESS")
+    doc_id = row.get_attribute("data-doc-id")
+    assert doc_id
+    doc = _api(live, f"/api/documents/{doc_id}", live.editor_key)
+    assert doc["chunk_count"] > 0
+    expect(row.get_by_test_id("doc-chunks")).to_have_text(str(doc["chunk_count"]))
+    expect(row.get_by_test_id("doc-version")).to_have_text(f"v{doc['version']}")
+    shot("ingested")
+
+    # 3. chunk viewer: every chunk of the document, with heading paths and spans
+    row.get_by_test_id("chunks-button").click()
+    items = page.get_by_test_id("chunk-item")
+    expect(items).to_have_count(doc["chunk_count"])
+    paths = page.get_by_test_id("chunk-path").all_inner_texts()
+    assert any("住宿标准" in p for p in paths), paths
+    assert all("差旅管理办法" in p for p in paths), paths
+    expect(items.first.get_by_test_id("chunk-span")).to_contain_text("–")
+    expect(page.get_by_test_id("chunk-table-badge")).to_have_count(1)
+    shot("chunks", full_page=True)
+
+    # 4. ask: the answer has 600 and a clickable [n] marker
+    page.get_by_test_id("ask-input").fill("一线城市住宿标准是多少？")
+    page.get_by_test_id("ask-button").click()
+    answer = page.get_by_test_id("answer")
+    expect(answer).to_contain_text("600")
+    markers = answer.get_by_test_id("citation-marker")
+    expect(markers.first).to_be_visible()
+    expect(page.get_by_test_id("timings")).to_contain_text("ms")
+    shot("answered")
+
+    # 5. the marker opens the citation popup: filename, heading path, the chunk text
+    markers.first.click()
+    popup = page.get_by_test_id("citation-popup")
+    expect(popup).to_be_visible()
+    expect(popup).to_contain_text(FILENAME)
+    expect(popup.get_by_test_id("citation-path")).to_contain_text("差旅管理办法")
+    expect(popup.get_by_test_id("citation-text")).not_to_be_empty()
+    shot("citation")
+    page.keyboard.press("Escape")
+    expect(popup).to_be_hidden()
+
+    # 6. the same content again, dropped on the drop zone: a 409 naming the existing document
+    _drop_file(page, FILENAME, POLICY_MD)
+    upload_error = page.get_by_test_id("upload-error")
+    expect(upload_error).to_be_visible()
+    expect(upload_error).to_contain_text("409")
+    expect(upload_error).to_contain_text(doc_id)
+    shot("duplicate")
+
+    # 7. reparse: back through the queue to SUCCESS with a new version
+    row.get_by_test_id("reparse-button").click()
+    next_version = f"v{doc['version'] + 1}"
+    expect(row.get_by_test_id("doc-version")).to_have_text(next_version, timeout=INGEST_TIMEOUT_MS)
+    expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+    shot("reparsed")
+
+    # 8. delete (after confirm()): the row goes away
+    row.get_by_test_id("delete-button").click()
+    expect(row).to_have_count(0)
+    assert any(FILENAME in d for d in watch.dialogs), watch.dialogs
+    shot("deleted")
+
+    watch.assert_clean(expected_statuses=(409,))
+
+
+def test_reader_and_bad_keys(live: Live, page: Any, tmp_path: Path) -> None:
+    import httpx
+
+    watch = PageWatch().attach(page)
+    shot = Shots(page, tmp_path)
+    # a document of the tenant, uploaded by the editor over HTTP
+    response = httpx.post(
+        f"{live.url}/api/documents",
+        files={
+            "file": (
+                "值班制度.md",
+                "# 值班制度\n\n## 值班补贴\n\n每次周末值班补贴为300元。\n".encode(),
+            )
+        },
+        headers={"Authorization": f"Bearer {live.editor_key}"},
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    doc_id = response.json()["doc_id"]
+    page.goto(live.url + "/")
+
+    # an unknown key: clear 401 text, no identity
+    _save_key(page, "rk_nope_notakey")
+    auth_error = page.get_by_test_id("auth-error")
+    expect(auth_error).to_be_visible()
+    expect(auth_error).to_contain_text("401")
+    expect(page.get_by_test_id("whoami")).not_to_contain_text("acme")
+    shot("bad-key")
+
+    # a reader: may ask and browse, upload / reparse / delete disabled
+    _save_key(page, live.reader_key)
+    expect(page.get_by_test_id("whoami")).to_contain_text("reader")
+    expect(auth_error).to_be_hidden()
+    expect(page.get_by_test_id("upload-input")).to_be_disabled()
+    expect(page.get_by_test_id("dropzone")).to_have_attribute("aria-disabled", "true")
+    row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
+    expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+    expect(row.get_by_test_id("chunks-button")).to_be_enabled()
+    expect(row.get_by_test_id("reparse-button")).to_be_disabled()
+    expect(row.get_by_test_id("delete-button")).to_be_disabled()
+    shot("reader")
+
+    # the key survives a reload (localStorage)
+    page.reload()
+    expect(page.get_by_test_id("whoami")).to_contain_text("reader")
+
+    watch.assert_clean(expected_statuses=(401,))
