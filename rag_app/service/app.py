@@ -49,6 +49,16 @@ def me(key: KeyDep) -> Me:
     return Me(tenant=key.tenant, role=key.role.value, key_id=key.key_id)
 
 
+def _warm_up(kb: KnowledgeBase) -> None:
+    from rag_app.retrieval.tokenizer import query_tokens
+
+    try:
+        _ = kb.embed_model
+        query_tokens("预热分词词典")
+    except Exception:  # the first request will report the problem properly
+        logger.exception("warm-up failed")
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -67,8 +77,9 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # load the embedding model in the background: the first request needn't pay for it
-        threading.Thread(target=lambda: kb.embed_model, daemon=True).start()
+        # load the embedding model and jieba's dictionary in the background: the first request
+        # needn't pay for them
+        threading.Thread(target=_warm_up, args=(kb,), daemon=True).start()
         pool.start()
         try:
             yield
