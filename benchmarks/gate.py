@@ -9,6 +9,14 @@ detail does not") is split deterministically by ``sha1(id) % 2`` into a *calibra
 only one thresholds were tuned on) and a *check* half, reported separately. The bundled sample KB
 (``data/knowledge`` + ``data/eval/sample_qa.jsonl``) is reported as a third set.
 
+``retqa_tables_zh`` (783 answerable table look-ups) measures false refusals on tables. Its dev
+file holds only ids with ``sha1(id) % 2 == 0`` (the other parity is the held-out part), so it is
+split one bit further: ``sha1(id) % 4 == 0`` → calibration, ``== 2`` → check. It has no
+unanswerable questions; *near-miss probes* stand in for them: each question whose asked column
+matches one of ``PROBE_RULES`` is rewritten to ask for a column its table does not have
+("…的容积率" on a price table → "…的物业费"), and is run on the original question's evidence
+(the entity is there, the column is not): the gate should refuse it.
+
 The evidence is what the gate sees in ``KnowledgeBase.ask``: hybrid retrieval → LexicalReranker →
 top 5 (cached in ``benchmarks/.cache/gate-*.pkl``); the gate then runs with the KB's ledger (its
 look-ups in the entity's documents included). Baseline: the best single score threshold (top
@@ -25,6 +33,7 @@ import argparse
 import hashlib
 import itertools
 import pickle
+import re
 import statistics
 import sys
 import tempfile
@@ -65,6 +74,91 @@ def half(item_id: str) -> str:
     return (
         "calibration" if int(hashlib.sha1(item_id.encode()).hexdigest(), 16) % 2 == 0 else "check"
     )
+
+
+def retqa_half(item_id: str) -> str:
+    """retqa's dev ids all have sha1 % 2 == 0: split on the next bit."""
+    return (
+        "calibration" if int(hashlib.sha1(item_id.encode()).hexdigest(), 16) % 4 == 0 else "check"
+    )
+
+
+# near-miss probes: the asked column swapped for one no retqa table has (first matching rule)
+PROBE_RULES: list[tuple[str, str]] = [
+    (r"容积率", "物业费"),
+    (r"绿化覆盖率|绿化率", "物业费"),
+    (r"建筑密度", "车位数量"),
+    (r"平均房价|房屋成交均价|成交均价|房价|均价", "物业费"),
+    (r"拍卖成交价格|成交价格|成交总价", "土地面积"),
+    (r"成交了多少套(?:房子|房屋|房产)?", "有多少个停车位"),
+    (r"房子数量|房屋成交量|成交量", "停车位数量"),
+    (r"营业总成本|营业利润|营业总收入|利润|负债总计|负债合计|总负债|负债总额|资产总计", "员工人数"),
+    (r"(?:是否|是不是)(都|均)?(?:属于|为)?(?:一家)?国有企业(?:类别|性质)?", r"是否\1是上市公司"),
+    (r"债务违约", "注册资本"),
+    (r"风险等级", "注册地址"),
+    (r"哪一年成交", "哪一年开盘"),
+]
+
+
+def probes(items: list[QAItem]) -> list[tuple[QAItem, str]]:
+    out = []
+    for item in items:
+        for pattern, repl in PROBE_RULES:
+            if re.search(pattern, item.question):
+                out.append((item, re.sub(pattern, repl, item.question, count=1)))
+                break
+    return out
+
+
+def retqa_report(
+    kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], **settings: Any
+) -> dict[str, Any]:
+    """False refusals per half (all, and where the gold row is in the top 5), reasons, and the
+    near-miss probes refused."""
+    from rag_app.eval.metrics import first_hit_rank
+
+    gate = EvidenceGate(ledger=kb.ledger, **settings)
+    out: dict[str, Any] = {}
+    decisions = {it.id: gate.decide(it.question, data[it.id]["nodes"]) for it in items}
+    probed = [(it, q, gate.decide(q, data[it.id]["nodes"]).refused) for it, q in probes(items)]
+    for name in ("calibration", "check"):
+        group = [it for it in items if retqa_half(it.id) == name]
+        hit = [
+            it
+            for it in group
+            if first_hit_rank([n.node.get_content() for n in data[it.id]["nodes"]], it) > 0
+        ]
+        per_cat: dict[str, list[bool]] = defaultdict(list)
+        for it in group:
+            per_cat[it.category].append(decisions[it.id].refused)
+        near = [r for it, _, r in probed if retqa_half(it.id) == name]
+        out[name] = {
+            **rates([(it, decisions[it.id].refused) for it in group]),
+            "gold_row_in_top5": len(hit),
+            "false_refusal_gold_row_in_top5": round(
+                sum(decisions[it.id].refused for it in hit) / len(hit), 4
+            )
+            if hit
+            else None,
+            "per_category": {
+                c: {"n": len(v), "refused": round(sum(v) / len(v), 4)}
+                for c, v in sorted(per_cat.items())
+            },
+            "reasons": dict(
+                Counter(decisions[it.id].reason or "passed" for it in group).most_common()
+            ),
+            "near_miss_probes": len(near),
+            "near_miss_probes_refused": round(sum(near) / len(near), 4) if near else None,
+            "refused_examples": [
+                {"question": it.question, "reason": decisions[it.id].reason}
+                for it in group
+                if decisions[it.id].refused
+            ][:10],
+            "passed_probe_examples": [
+                q for it, q, r in probed if retqa_half(it.id) == name and not r
+            ][:10],
+        }
+    return out
 
 
 def kind(item: QAItem) -> str:
@@ -236,7 +330,7 @@ def main() -> None:
     parser.add_argument("--refresh", action="store_true", help="recompute the cached evidence")
     args = parser.parse_args()
 
-    shared = require_shared("dragonball_zh")
+    shared = require_shared("dragonball_zh", "retqa_tables_zh")
     path = shared["dragonball_zh"]
     items = load_questions(path)
     kb = kb_for("dragonball_zh", path / "docs")
@@ -295,6 +389,17 @@ def main() -> None:
     skb.close()
     tmp.cleanup()
 
+    # tables: false refusals (retqa has no unanswerable questions) and near-miss probes
+    ritems = load_questions(shared["retqa_tables_zh"])
+    rkb = kb_for("retqa_tables_zh", shared["retqa_tables_zh"] / "docs")
+    rcache = CACHE / "gate-retqa_tables_zh.pkl"
+    if args.refresh and rcache.exists():
+        rcache.unlink()
+    print(f"retqa_tables_zh: {len(ritems)} questions; collecting the top-5 evidence …", flush=True)
+    rdata = collect(rkb, ritems, rcache)
+    retqa = retqa_report(rkb, ritems, rdata, **settings)
+    rkb.close()
+
     print("\n## Evidence gate (dev data; thresholds tuned on the calibration half only)\n")
     print("| set | method | unanswerable refused | answerable refused (false refusal) |")
     print("| --- | --- | --- | --- |")
@@ -319,6 +424,13 @@ def main() -> None:
         f"| sample KB ({sample['unanswerable']} / {sample['answerable']}) | EvidenceGate | "
         f"{pct(sample['unanswerable_refused'])} | {pct(sample['false_refusal'])} |"
     )
+    for name in ("calibration", "check"):
+        r = retqa[name]
+        print(
+            f"| retqa {name} ({r['near_miss_probes']} probes / {r['answerable']}) | EvidenceGate | "
+            f"{pct(r['near_miss_probes_refused'])} (near-miss probes) | {pct(r['false_refusal'])} "
+            f"({pct(r['false_refusal_gold_row_in_top5'])} where the gold row is in the top 5) |"
+        )
     print("\n### Per category (share refused)\n")
     print("| category | calibration | check |")
     print("| --- | --- | --- |")
@@ -333,6 +445,8 @@ def main() -> None:
     for name in ("calibration", "check"):
         print(f"- {name}: {dragon[name]['reasons']}")
     print(f"- sample KB: {sample['reasons']}")
+    for name in ("calibration", "check"):
+        print(f"- retqa {name}: {retqa[name]['reasons']}")
     print(f"\ngate latency per question (wall ms, CPU ms): {latency}")
 
     out = write_result(
@@ -346,6 +460,10 @@ def main() -> None:
             "dragonball_zh_without_lookup": no_lookup,
             "baselines": baselines,
             "sample_kb": sample,
+            "retqa_tables_zh": {
+                "split": "sha1(id) % 4 == 0 → calibration, == 2 → check (dev ids are all even)",
+                **retqa,
+            },
             "latency": latency,
             "sweep": {"grid": [SWEEP, SWEEP_STAGE2], "runs": sweep_log} if sweep_log else None,
         },

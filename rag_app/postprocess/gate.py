@@ -22,6 +22,16 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          without a value is the classic near miss ("提高了员工满意度");
 ``low_coverage``         the best document covers too little of the question's content.
 
+Table chunks (a GFM header line and its ``|---|`` separator) are read by their columns: the asked
+phrase matches a column name loosely (:func:`_column_similarity`: one contains the other, the same
+head morpheme with most chars shared, or the column's cells saying it; plus a few generic
+paraphrases such as 价格/价, 是不是/是否, 平均/均, 数量/数, and the measure word of "多少套" for
+a column "…套数"), and a fuzzy match counts only in the title and the column names, never in chars
+scattered over the cells. So "是不是属于国有企业" is answered by 是否国有 and "房价" by 成交均价,
+while a table that names the entity but lacks the asked column is still refused. Question analysis
+keeps entity spans clean ("请问2021年X公司" → X公司 and 2021), takes names joined by 和/与 before
+"这两个小区"/"各自" as entities, and treats the numbers of a filter ("1万至2万元之间") as bounds.
+
 A passage belongs to an entity when it names it, or when its document names it in a retrieved
 passage or in its opening chunk (a record names its patient once, in the header). With a ledger
 the gate looks, inside the scope (tenant and documents), for what retrieval missed: the entity, or
@@ -102,7 +112,7 @@ _EN_YESNO = re.compile(
 GENERIC = frozenset(
     """
     时间 日期 时候 时刻 年份 月份 期限 多久 金额 数额 数量 数目 数值 总额 多少 比例 比率 意思 含义 意义 定义
-    次数 总数 人数 个数 状况 情形 详情 记录 程度
+    次数 总数 人数 个数 状况 情形 详情 记录 程度 之间 区间 以上 以下 以内 至
     情况 内容 信息 资料 方面 方式 方法 办法 做法 步骤 流程 名称 名字 类型 种类 结果 原因 理由 问题 事情 东西
     地方 地点 位置 城市 国家 地区 人 人员 钱 费用 价格 哪些 分别 各自 具体 主要 相关 一下 什么 哪 谁 几 多 更 最 比 较 高 低 早 晚 长 短
     大 小 快 慢 多 少 强 弱 好 差 差异 区别 不同 相同 一样 比较 对比 如何 怎样 影响 作用 特点 要求 规定 标准
@@ -110,6 +120,15 @@ GENERIC = frozenset(
     who whom whose when where why how many much long old often far big large high kind type name
     """.split()
 )
+# words that are not asked when they stand alone, but not generic affixes either (数据中心, 经营范围)
+_FILLER = frozenset(
+    "类别 数据 范围 各 它们 他们 她们 两者 二者 这些 那些 年度 列出 告诉 告知 说明 描述 提供".split()
+)
+# relational verbs that only link the subject to what is asked ("属于国有企业", "所在地块")
+_LIGHT = frozenset(
+    "属于 属 位于 处于 对应 所属 所处 所在 所在地 所 达到 达 评定 被评 定为 成为 算是".split()
+)
+LIGHT_WEIGHT = 0.1
 _GENERIC_AFFIXES = sorted(
     (w for w in GENERIC if len(w) >= 2 and re.fullmatch(r"[\u4e00-\u9fff]+", w)),
     key=len,
@@ -129,9 +148,19 @@ _ORG_SUFFIX = (
     "股份有限公司|有限责任公司|有限公司|集团公司|集团|公司|医院|保健院|卫生院|法院|检察院|银行|大学|学院|学校|"
     "委员会|研究院|研究所|事务所|协会|基金会|看守所|监狱|派出所|中心|工作室|商店|酒店|超市|工厂|厂|局|厅"
 )
-_ORG = re.compile(rf"(?:[^\s{_NOT_NAME}]){{2,24}}?(?:{_ORG_SUFFIX})")
+# a name char; 有 and 本 end a name except in 国有 and 资本 ("菏建国有资本投资有限公司")
+_NAME_CHAR = rf"(?:[^\s{_NOT_NAME}]|(?<=国)有|(?<=资)本)"
+_ORG = re.compile(rf"{_NAME_CHAR}{{2,24}}?(?:{_ORG_SUFFIX})")
 _ORG_MORE = re.compile(rf"(?:[^\s{_NOT_NAME}]){{0,4}}?(?:{_ORG_SUFFIX})")
 _ORG_CORE = re.compile(rf"(?:{_ORG_SUFFIX})$")
+# what a name span swallows at its start: question openers ("请问", "能否确认"), framing verbs
+# ("比较", "根据") and dates ("2021年", "2022年5月", "2019年度") -- the date is its own entity
+_LEAD = re.compile(
+    r"^(?:请问|请|问|那么|麻烦|能否|可否|能不能|告诉我|我想知道|想知道|想了解|了解|确认|确定|说明|描述|"
+    r"告知|提供|给出|介绍|"
+    r"列出|查询|查一下|帮我|分别|比较|对比|根据|按照|依据|关于|如果|位于|"
+    r"\d{4}\s*年度?(?:\d{1,2}\s*月份?)?(?:\d{1,2}\s*[日号])?|\d{1,2}\s*月份?(?:\d{1,2}\s*[日号])?|\d+)+"
+)
 _PERSON = re.compile(
     r"(?<!某)([^\W\d_的是在有对与及等为某一个这那该本其各每])(某某?)(?![个些种天日年位项次人])"
 )
@@ -145,6 +174,61 @@ _DATE_Q = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[�
 _CN_QUALIFIER = re.compile(
     r"(?<![第\d每久几])(?!一次)[一二三四五六七八九十两]{1,3}[次类级期档等](?![数量性])"
 )
+# "A和B，这两个小区…", "A与B各自…", "A小区和B小区所处的地块…"
+# the second name ends at a boundary, and the sentence then treats the names as several
+_COORD_END = (
+    r"(?=[，,\s]|这|那|两|各|分别|它们|他们|她们|所|的)"
+    r"(?=[^？?。；;]{0,30}?(?:这两|那两|两个|两家|两座|两处|两所|两位|两者|二者|各自|各(?=[是为达有])|分别|"
+    r"它们|他们|她们))"
+)
+_COUNTED = re.compile(r"[，,\s]*(?:这|那)?[两二三四][个家座处所位栋]")
+# split at 与/以及/及/、 when there is one (a name may hold 和: "长安和玺与禧悦学府"), else at 和
+_COORD = (
+    re.compile(
+        r"(?P<a>[^\s，,。？?；;：:的之与及、]{2,20}?)(?:与|以及|及|、)"
+        rf"(?P<b>[^\s，,。？?；;：:的之与及、]{{2,20}}?){_COORD_END}"
+    ),
+    re.compile(
+        rf"(?P<a>[^\s，,。？?；;：:的之和与及、]{{2,20}}?)和(?P<b>[^\s，,。？?；;：:的之与及、]{{2,20}}?){_COORD_END}"
+    ),
+)
+# a leading place ("北京市平谷区…", "广东省…") and a trailing class noun ("…小区") of a name
+_PLACE_PREFIX = re.compile(
+    r"^(?:[\u4e00-\u9fff]{1,4}省)?[\u4e00-\u9fff]{1,4}市(?:[\u4e00-\u9fff]{1,4}?(?<!小)[区县])?(?=..)"
+)
+_CLASS_SUFFIX = re.compile(r"(?:小区|楼盘|项目|地块)$")
+# numbers that bound a filter ("10000至20000元之间", "超过500套", "30%以上") rather than name a case
+_NUM = r"\d+(?:\.\d+)?\s*(?:[万亿]?元|%|万|平方米|平米|套|个|人|岁|倍)?(?:每平方米|/平方米|/平米)?"
+_BOUND = re.compile(
+    rf"{_NUM}\s*(?:至|到|~|-|—)\s*{_NUM}|"
+    rf"(?:大于|小于|高于|低于|超过|不足|不低于|不高于|不少于|不超过|少于|多于|至少|最多|达到)了?\s*{_NUM}|"
+    rf"{_NUM}\s*(?:以上|以下|以内|之间|区间)"
+)
+_MEASURE = "个套家位人次户间栋座项条名件份只台辆"
+# "这两个小区", "这家公司", "两个小区": the counted noun refers back to the entities
+_DEIXIS = re.compile(r"(?:(?:这|那)[两二三四几]?|[两二三四])[个家所座处栋位项块件起名份]")
+_TIME_UNITS = frozenset("年 月 天 日 周 星期 小时 分钟 季度 月份 年度 工作日".split())
+
+
+def _drop_deixis(text: str) -> str:
+    """Drop "这两个小区" (a deictic count and the noun it counts): not what is asked."""
+    if not _DEIXIS.search(text):
+        return text
+    _jieba()  # initialised once, thread-safe
+    import jieba.posseg
+
+    out, i = [], 0
+    for m in _DEIXIS.finditer(text):
+        if m.start() < i:
+            continue
+        first = jieba.posseg.lcut(text[m.end() : m.end() + 8])[:1]
+        if not first or not first[0].flag.startswith("n") or first[0].word in _TIME_UNITS:
+            continue  # "两个月", "这个" alone
+        out.append(text[i : m.start()] + " ")
+        i = m.end() + len(first[0].word)
+    return "".join(out) + text[i:]
+
+
 _LABEL_TEXT = re.compile(r"第[零〇一二两三四五六七八九十百千\d]+[编章节条款项]")
 _UNIT_CHARS = frozenset("年月日号个次岁天周元位项条名只家台种倍级层期分秒")
 _SCOPE = re.compile(
@@ -273,6 +357,15 @@ class Entity:
             core = _ORG_CORE.sub("", base)
             if len(core) >= 2:
                 forms.append(core)
+        elif self.kind == "name":
+            # "北京市平谷区北京城建京能樾园" is listed as 北京城建京能樾园, "芳原小区" as 芳原
+            bare = _PLACE_PREFIX.sub("", base)
+            for form in (bare, _CLASS_SUFFIX.sub("", bare)):
+                if len(form) >= (3 if form == bare else 2) and form not in forms:
+                    forms.append(form)
+        elif self.kind == "date":
+            # looked up in any notation ("2020年1月" → 2020-01, 2020年01月)
+            forms += [f for f in _date_forms(self.text) if f not in forms]
         return forms
 
 
@@ -286,6 +379,8 @@ class SubQuestion:
     attribute: list[str] = field(default_factory=list)
     pos: dict[str, float] = field(default_factory=dict)  # part-of-speech weight per term
     subject: list[str] = field(default_factory=list)  # "X的Y是什么": the X part, beyond entities
+    phrase: str = ""  # the asked noun phrase as written ("房屋成交均价"), for table column names
+    unit: str = ""  # the measure word of "多少套", "几家": a column "…套数" counts it
 
     @property
     def head_has_noun(self) -> bool:
@@ -338,7 +433,7 @@ def _content_terms(text: str, pos: dict[str, float] | None = None) -> list[str]:
     their part-of-speech weights go into ``pos``."""
     terms = []
     for w, flag in _words(text):
-        if w in GENERIC or _QW_ZH.fullmatch(w) or re.fullmatch(r"[\d.]+", w):
+        if w in GENERIC or w in _FILLER or _QW_ZH.fullmatch(w) or re.fullmatch(r"[\d.]+", w):
             continue
         if _COMPARATIVE.search(w) and not _is_ascii_word(w):
             continue
@@ -350,13 +445,41 @@ def _content_terms(text: str, pos: dict[str, float] | None = None) -> list[str]:
             w = _core(w)
         terms.append(w)
         if pos is not None:
-            pos[w] = max(pos.get(w, 0.0), _pos_weight(flag))
+            weight = LIGHT_WEIGHT if w in _LIGHT else _pos_weight(flag)
+            if re.fullmatch(r"[\u4e00-\u9fff]{2,}时", w):
+                weight *= CONTEXT_WEIGHT  # "拍卖时": when, not what
+            pos[w] = max(pos.get(w, 0.0), weight)
     return list(dict.fromkeys(terms))
+
+
+def _has_noun(text: str) -> bool:
+    pos: dict[str, float] = {}
+    return any(pos[t] >= 1.0 for t in _content_terms(text, pos))
 
 
 def _drop_single_chars(terms: list[str]) -> list[str]:
     longer = [t for t in terms if len(t) > 1]
     return longer or terms
+
+
+def _name_like(name: str) -> int:
+    """Can a coordinated span be a proper name? 0: no (a common word, a question word, a pronoun,
+    a place/time phrase "…方面", "…中", an attribute "…满意度"); 2: yes, jieba knows a proper noun
+    in it or has to cut it into pieces ("保利珑誉", "禧悦学府"); 1: maybe (several common words,
+    "乐府花园")."""
+    if len(name) < 2 or _QW_ZH.search(name) or re.search(r"[这那该哪某]", name):
+        return 0
+    if name in GENERIC or name in _FILLER or re.search(r"(?:方面|中|上|里|内|时|后|前|间)$", name):
+        return 0
+    if re.search(r"[率度额量费价数]$", name):
+        return 0
+    words = _words(name)
+    if any(
+        flag.startswith(("nr", "ns", "nt", "nz", "eng", "x", "m", "g", "ng", "zg")) or len(w) == 1
+        for w, flag in words
+    ):
+        return 2
+    return 1 if len(words) > 1 else 0
 
 
 def _entities_zh(q: str) -> list[Entity]:
@@ -369,12 +492,15 @@ def _entities_zh(q: str) -> list[Entity]:
         entities.append(Entity(m_t.group(1), "title", m_t.start() < scope_end))
     for m_o in _ORG.finditer(q):
         org = m_o.group(0)
-        more = _ORG_MORE.match(q, m_o.end())  # "…中心" + "医院"
-        if more:
-            org += more.group(0)
-        org = re.sub(r"^(?:比较|对比|根据|按照|依据|关于|如果|\d{4}年|\d+)+", "", org)
+        end = m_o.end()
+        for _ in range(3):  # "…中心" + "医院", "中铁十一局" + "集团" + "有限公司"
+            more = _ORG_MORE.match(q, end)
+            if not more:
+                break
+            org, end = org + more.group(0), more.end()
+        org = _LEAD.sub("", org)
         weak = re.search(r"(?:公司|中心|局|厅|厂|学校|商店|超市|酒店)$", org) is not None
-        if len(org) >= (5 if weak else 4) and not re.search(r"哪|什么|该|本|这|那|某", org):
+        if len(org) >= (5 if weak else 4) and not re.search(r"哪|什么|^[该本这那]|某", org):
             entities.append(Entity(org, "org", m_o.start() < scope_end))
     for m_p in _PERSON.finditer(q):
         if re.match(r"[\u4e00-\u9fff]", m_p.group(1)):
@@ -403,7 +529,21 @@ def _entities_zh(q: str) -> list[Entity]:
             known = any(name in o or o in name for o in orgs)
             if len(name) >= 2 and not _QW_ZH.search(name) and not known:
                 entities.append(Entity(name, "name", m_c.start(1) < scope_end))
+    # "位于X区的A和B，这两个小区的…", "A与B，各自的…": names joined by 和/与/及 before a phrase that
+    # counts or distributes them are entities too, suffix or not
+    spans = [e.text for e in entities if e.kind in ("org", "title", "person", "name")]
+    for m_k in [m for pattern in _COORD for m in pattern.finditer(q)][:2]:
+        pair = [(_LEAD.sub("", m_k.group(g)), m_k.start(g)) for g in ("a", "b")]
+        likely = [_name_like(name) for name, _ in pair]
+        counted = _COUNTED.match(q, m_k.end()) is not None  # "A和B这两个小区"
+        if 0 in likely or not (counted or 2 in likely):
+            continue  # "原告和被告分别…", "产品质量和服务水平分别…": not names
+        for name, start in pair:
+            if not any(name in x or x in name for x in spans):
+                entities.append(Entity(name, "name", start < scope_end))
+                spans.append(name)
     taken = " ".join(e.text for e in entities)
+    bounds = {i for m_b in _BOUND.finditer(_nfkc(q)) for i in range(m_b.start(), m_b.end())}
     for m_c in _CODE.finditer(_nfkc(q)):
         code = m_c.group(0)
         if code in taken or (code.isdigit() and len(code) == 4 and code + "年" in q):
@@ -413,6 +553,8 @@ def _entities_zh(q: str) -> list[Entity]:
         if re.fullmatch(r"[A-Z]{2,5}", code):
             continue  # an acronym (IP地址, RTO) is a word of the question, not a name
         kind = "number" if re.fullmatch(r"[\d.]+", code) else "code"
+        if kind == "number" and m_c.start() in bounds:
+            continue  # "位于10000至20000元之间": a filter's bound, not a value to find
         entities.append(Entity(code, kind, m_c.start() < scope_end))
     seen: dict[str, Entity] = {}
     for e in entities:
@@ -428,9 +570,13 @@ def _entities_zh(q: str) -> list[Entity]:
     return out
 
 
+# "X的Y", "X之Y": the possessive, not the 之 of 之间/之后/之前/之内/之一…
+_OF = re.compile(r"的|之(?![间后前内外上下中一])")
+
+
 def _head_before(before: str) -> str:
     """What "…的Y" asks: the last 的-segment before the question word."""
-    segments = re.split(r"[的之]", before)
+    segments = _OF.split(before)
     if len(segments) == 1:
         return ""
     last = segments[-1].strip()
@@ -448,7 +594,7 @@ def _possessor(predicate: str, pos: dict[str, float]) -> list[str]:
 
     Not a place or time ("在报告期内的…") and not a relative clause ("报告中提到的…").
     """
-    segments = [s.strip() for s in re.split(r"[的之]", predicate)]
+    segments = [s.strip() for s in _OF.split(predicate)]
     owner = "".join(segments[:-1])
     if len(segments) < 2 or not segments[-2] or re.match(r"^(?:在|于|从|自|当|对)", owner):
         return []
@@ -478,14 +624,18 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         asked = [i for i, c in enumerate(clauses) if _QW_ZH.search(c)]
         if not asked:
             continue
-        clause = clauses[asked[-1]]
-        context = " ".join(clauses[: asked[-1]])
+        # "这两个小区的容积率": the counted noun refers back to the entities, it is not asked
+        clause = _drop_deixis(clauses[asked[-1]])
+        context = _drop_deixis(" ".join(clauses[: asked[-1]]))
         # the asked thing is at the last question word ("几个月的宝宝…保费是多少" asks 保费)
         m = list(_QW_ZH.finditer(clause))[-1]
         qtype = m.lastgroup or "what"
         before, after = clause[: m.start()], clause[m.end() :]
         after = re.sub(r"(?:更|较|最)[\u4e00-\u9fff]{0,2}$", "", after)  # "谁更高" → ""
         after = re.sub(r"的?(?:呢|吗|啊|的)$", "", after)
+        # a filter's bounds are not what is asked ("房价位于2万至3万元的区间" asks 房价)
+        before = _BOUND.sub(" ", before)
+        after = re.sub(r"(?:的|在)?(?:区间|范围)(?:内|之内|中|之间)?$", "", _BOUND.sub(" ", after))
         pos: dict[str, float] = {}
         before_clean = _strip_entities(before, entities)
         # what is asked follows the last entity: "公司的异地灾备中心设在…" asks about 设在, not 公司
@@ -496,9 +646,20 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
             r"^(?:是|有|为|在)+|(?:是|有|为|要|会|能|可以|应该|需要)+$", "", head_before
         )
         head_after = _strip_entities(after, entities)
-        head_after = re.split(r"[的之]", head_after)[-1]  # "哪家公司的利润" asks 利润
-        after_terms = _content_terms(head_after, pos)
+        # "哪家公司的利润" asks 利润; "有没有出现债务违约的情况" asks 债务违约 (情况 is generic)
         category = re.fullmatch(r"哪[一]?[个家位种类支条项]", m.group(0)) is not None
+        segments_after = [x for x in _OF.split(head_after) if x.strip()] or [""]
+        if category:
+            segments_after = segments_after[-1:]  # "哪家公司的开发时间": 公司 is the category
+        head_after = next((x for x in reversed(segments_after) if _has_noun(x)), "") or next(
+            (x for x in reversed(segments_after) if _content_terms(x)), segments_after[-1]
+        )
+        if qtype == "list" and not head_after.strip() and _BOUND.search(clauses[asked[-1]]):
+            # "房价位于1万至2万元之间的小区有哪些": the answers are 小区, the filter asks 房价
+            segments = [x for x in _OF.split(predicate) if x.strip()]
+            if len(segments) >= 2:
+                head_before = segments[-2]
+        after_terms = _content_terms(head_after, pos)
         if category and len(after_terms) > 1:
             after_terms = after_terms[1:]  # "哪家公司倡议时间更早": 公司 only names the category
         if head_before.strip():
@@ -508,8 +669,13 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
                 pos[head[-1]] = 1.0
         else:
             # no "的": the nouns before the question word ("住宿费每晚最多能报销多少元")
-            words = _content_terms(predicate, pos) or _content_terms(before_clean, pos)
+            own = _content_terms(predicate, pos)
+            words = own or _content_terms(before_clean, pos)
             head = [w for w in words if pos.get(w, 0) >= 1.0][-3:] or words[-2:]
+            if (qtype == "list" or not own) and any(pos.get(t, 0) >= 1.0 for t in after_terms):
+                # "上海市有哪些小区的房价…", "A和B各自有多少个车位": the words before the question
+                # word scope it, the noun after it is asked
+                head = []
         head = _drop_single_chars(head)
         if category and head and len(after_terms) == 1 and "的" not in after:
             head_extra: list[str] = []  # "默认监听哪个端口": 端口 names the kind of answer
@@ -554,7 +720,15 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
             pos.update({t: 1.0 for t in carried})
             head = list(dict.fromkeys(carried + head))
             attribute = list(dict.fromkeys(carried + attribute))
-        subs.append(SubQuestion(clause, qtype, head, attribute, pos, subject))
+        phrase = head_before if head_before.strip() else _strip_entities(predicate, entities)
+        if not _content_terms(phrase):
+            phrase = ""
+        phrase = f"{phrase} {head_after}".strip()
+        m_unit = re.match(rf"\s*([{_MEASURE}])", m.group(0)[1:] if m.group(0)[0] == "几" else after)
+        unit = m_unit.group(1) if m_unit and qtype == "number" else ""
+        subs.append(
+            SubQuestion(clause, qtype, head, attribute, pos, subject, _squash(phrase), unit)
+        )
     if not subs and body.strip():
         pos = {}
         terms = _content_terms(_strip_entities(body, entities), pos)
@@ -642,14 +816,144 @@ def _window_pattern(term: str) -> re.Pattern[str]:
     return re.compile(gap.join(re.escape(c) for c in term))
 
 
+# ----- table columns ------------------------------------------------------------------------------
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
+_LEADING_TOTAL = re.compile(r"^总(?=..)")  # 总负债 ~ 负债合计
+# generic paraphrases of column names, applied to both sides ("是不是国有" ~ "是否国有",
+# "成交价格" ~ "成交总价", "平均房价" ~ "成交均价", "成交量" ~ "成交套数")
+_CANON = (
+    (re.compile(r"[(（][^)）]*[)）]"), ""),
+    (re.compile(r"[^\w]|_"), ""),
+    (re.compile(r"是不是|是否为|是否属于"), "是否"),
+    (re.compile(r"价格|价钱"), "价"),
+    (re.compile(r"平均"), "均"),
+    (re.compile(r"数量|数目|量$"), "数"),
+    (re.compile(r"(?<=.{2})(?:总计|合计|总额|总和)$"), ""),
+    (_LEADING_TOTAL, ""),
+)
+# the asked phrase without the words around the attribute ("都属于国有企业类别" → 国有企业)
+_PHRASE_TRIM = (
+    re.compile(
+        r"^(?:都|均(?=[为是属])|也|是|为|属于|一家|一个|各自|分别|具体|这个|该|出现了?|发生了?|存在|有)+(?=..)"
+    ),
+    re.compile(
+        r"(?<=..)(?:情况|状况|信息|数据|类别|性质|类型|名称|具体|位于|之间|以上|以下|如何|怎样|"
+        r"达到了?|是|为|各|各自|分别|了)+$"
+    ),
+)
+# a date column: what happened + 日期 ("成交日期" for "哪一年成交")
+_DATE_COLUMN = re.compile(r"(.{2,}?)(?:日期|时间|年份|年月|月份|日)")
+# the measure word a noun is counted in ("多少套房子"), for count columns ("成交套数")
+_MEASURE_OF = {
+    "房子": "套",
+    "房屋": "套",
+    "房产": "套",
+    "住房": "套",
+    "住宅": "套",
+    "公司": "家",
+    "企业": "家",
+    "医院": "家",
+    "员工": "人",
+    "人员": "人",
+    "车辆": "辆",
+}
+
+
+@lru_cache(maxsize=4096)
+def _canon(text: str, phrase: bool = False) -> str:
+    """A column name or the asked phrase in a canonical form (see ``_CANON``)."""
+    text = _squash(text)
+    for pattern, repl in _CANON:
+        text = pattern.sub(repl, text)
+    if phrase:
+        for trim in _PHRASE_TRIM:
+            text = trim.sub("", text)
+        text = _LEADING_TOTAL.sub("", text)  # "总负债达到了" → 负债
+    return text
+
+
+def _cells(line: str) -> list[str]:
+    return [_squash(c) for c in line.strip().strip("|").split("|")]
+
+
+def _table_columns(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """The columns of the GFM tables in a chunk: (header cell, its canonical form, the cells
+    below it); empty for prose."""
+    if "|" not in text or "---" not in text:
+        return ()
+    lines = text.splitlines()
+    out: list[tuple[str, str, tuple[str, ...]]] = []
+    for i, line in enumerate(lines):
+        if not (i and "|" in lines[i - 1] and _TABLE_SEP.match(line)):
+            continue
+        rows = []
+        for row in lines[i + 1 :]:
+            if "|" not in row:
+                break
+            rows.append(_cells(row))
+        for j, head in enumerate(_cells(lines[i - 1])):
+            if head:
+                core = re.sub(r"^是否(?=..)", "", _canon(head))  # 是否国有: asks 国有
+                out.append((head, core, tuple(r[j] for r in rows if j < len(r))))
+    return tuple(out)
+
+
+def _column_similarity(phrase: str, core: str, values: Sequence[str]) -> float:
+    """How well a column name (canonical ``core``, with its cells) names the asked phrase.
+
+    1.0: one contains the other ("国有企业" ⊃ 国有 of 是否国有, "利润" ⊂ 营业利润); 0.9: the same
+    head morpheme (last char) and most chars shared ("成交价" ~ 成交总价, "房价" ~ 成交均价,
+    "绿化覆盖率" ~ 绿化率); 0.75: the column's cells say what the phrase asks ("债务违约" ~
+    信用债情况 whose cells read "信用债已违约或展期": the name shares a char, the cells a word).
+    """
+    if not phrase or not core:
+        return 0.0
+    if (len(core) >= 2 and core in phrase) or (len(phrase) >= 2 and phrase in core):
+        return 1.0
+    short = min(len(phrase), len(core))
+    common = len(set(phrase) & set(core))
+    if (
+        phrase[-1] == core[-1]
+        and common >= min(2, short)
+        and 3 * common >= short * (1.5 if short <= 2 else 2)
+    ):
+        return 0.9
+    if len(phrase) >= 3 and values and set(phrase) & set(core):
+        cells = "".join(dict.fromkeys(values))
+        described = core + cells
+        shared_word = any(phrase[i : i + 2] in cells for i in range(len(phrase) - 1))
+        if shared_word and sum(ch in described for ch in phrase) / len(phrase) >= 0.75:
+            return 0.75
+    return 0.0
+
+
 class Passage:
     """One evidence passage, normalised once."""
 
-    __slots__ = ("abbrevs", "doc_id", "index", "key", "node", "stems", "text", "version")
+    __slots__ = (
+        "abbrevs",
+        "columns",
+        "doc_id",
+        "header",
+        "index",
+        "key",
+        "node",
+        "stems",
+        "text",
+        "version",
+    )
 
     def __init__(self, node: NodeWithScore | None, text: str, doc_id: str, index: int) -> None:
         self.node = node
         self.text = _squash(text)
+        # a table chunk: its column names (identifier columns "…名称" left out) and cells, and
+        # the text above the table with the column names (where fuzzy matches count)
+        columns = _table_columns(text)
+        self.columns = tuple(c for c in columns if not c[0].endswith(("名称", "名字")))
+        self.header: str | None = None
+        if columns:
+            above = text.split("|", 1)[0]
+            self.header = _squash(above) + "|" + "|".join(c[0] for c in columns)
         self.doc_id = doc_id
         self.index = index
         self.stems: set[str] | None = None
@@ -674,11 +978,14 @@ class Passage:
         if len(term) < 2:
             return 0.0
         score = 0.0
-        if len(term) <= 4 and _window_pattern(term).search(self.text):
+        # in a table the words of an attribute are paraphrased in the title and the column names;
+        # chars scattered over the cells (company and place names) say nothing
+        text = self.header if self.header is not None else self.text
+        if len(term) <= 4 and _window_pattern(term).search(text):
             score = window_credit
         if len(term) >= 3:
             grams = [term[i : i + 2] for i in range(len(term) - 1)]
-            score = max(score, 0.9 * sum(g in self.text for g in grams) / len(grams))
+            score = max(score, 0.9 * sum(g in text for g in grams) / len(grams))
         return score
 
     @property
@@ -691,12 +998,44 @@ class Passage:
 
 
 def _coverage(
-    passage: Passage, terms: Sequence[str], weights: dict[str, float], credit: float = 0.75
+    passage: Passage,
+    terms: Sequence[str],
+    weights: dict[str, float],
+    credit: float = 0.75,
+    given: dict[str, float] | None = None,
 ) -> float:
+    """IDF-weighted share of ``terms`` in the passage; ``given``: credit already established
+    for some terms (a table column that names the asked phrase)."""
     total = sum(weights.get(t, 1.0) for t in terms)
     if total <= 0:
         return 1.0
-    return sum(weights.get(t, 1.0) * passage.match(t, credit) for t in terms) / total
+    given = given or {}
+    return (
+        sum(weights.get(t, 1.0) * max(given.get(t, 0.0), passage.match(t, credit)) for t in terms)
+        / total
+    )
+
+
+def _column_match(sub: SubQuestion, passage: Passage) -> float:
+    """Credit for a table column that names what ``sub`` asks (0 for prose)."""
+    if not passage.columns or not (sub.phrase or sub.unit):
+        return 0.0
+    phrase = _canon(sub.phrase, phrase=True)
+    unit = sub.unit
+    counting = phrase.endswith("数") or re.search(r"数量|数目|多大量|多少量", sub.text)
+    if not unit and sub.answer_type == "number" and counting:
+        # "房子数量是多少" counts 套: the measure word of the counted noun
+        unit = next((u for noun, u in _MEASURE_OF.items() if noun in phrase), "")
+    best = 0.0
+    for _, core, values in passage.columns:
+        if unit and core.endswith(unit + "数"):
+            return 1.0  # "成交了多少套" → 成交套数
+        if sub.answer_type == "date":
+            m = _DATE_COLUMN.fullmatch(core)
+            if m and m.group(1) in phrase:
+                return 1.0  # "哪一年成交" → 成交日期
+        best = max(best, _column_similarity(phrase, core, values))
+    return best
 
 
 def _date_forms(text: str) -> list[str]:
@@ -707,6 +1046,7 @@ def _date_forms(text: str) -> list[str]:
     forms: list[str] = [f"{month}月{int(day)}日", f"{month}月{int(day)}号"] if day else []
     if year:
         forms += [f"{year}-{month:02d}", f"{year}.{month}", f"{year}/{month}", f"{year}年{month}月"]
+        forms.append(f"{year}年{month:02d}月")  # tables pad the month: 2020年01月
         if day:
             forms = [f"{year}-{month:02d}-{int(day):02d}", f"{year}年{month}月{int(day)}日", *forms]
     return forms
@@ -770,6 +1110,9 @@ class EvidenceGate(BaseNodePostprocessor):
     )
     min_last_head: float = Field(
         0.0, ge=0, le=1, description="Match credit required for the last head term (0: off)."
+    )
+    min_column_match: float = Field(
+        0.75, ge=0, le=1, description="Table passages: column-name similarity that covers the head."
     )
     lookup: bool = Field(
         True, description="With a ledger: look up the entity / attribute the evidence lacks."
@@ -934,12 +1277,16 @@ class EvidenceGate(BaseNodePostprocessor):
         terms = sub.attribute + sub.head + sub.subject
         w = {t: weights.get(t, 1.0) * sub.pos.get(t, 1.0) for t in terms}
         nouns = sub.head_has_noun
+        # a table column that names the asked phrase covers the head's words ("房屋成交均价" in a
+        # table with 成交均价; "是不是国有企业" with 是否国有)
+        col = _column_match(sub, p)
+        given = dict.fromkeys(sub.head, col) if col >= self.min_column_match else None
         # a head of verbs only ("设在哪个城市") is checked through the attribute, and not at all when
         # the passage names the question's entity ("异地灾备中心…位于贵阳")
-        h = _coverage(p, sub.head, w, c) if sub.head and nouns else 1.0
+        h = _coverage(p, sub.head, w, c, given) if sub.head and nouns else 1.0
         qualifiers = [e for e in anchors if e.kind in _QUALIFIERS]
         anchored = not nouns and any(_mentions(p, e) for e in anchors if e.kind not in _QUALIFIERS)
-        a = _coverage(p, sub.attribute, w, c) if sub.attribute and not anchored else 1.0
+        a = _coverage(p, sub.attribute, w, c, given) if sub.attribute and not anchored else 1.0
         ok = h >= self.min_head_coverage and a >= self.min_attribute_coverage
         if ok and qualifiers:
             # "65周岁…10年交", "二次赔付": the numbers qualify the asked value, in the same passage
@@ -950,7 +1297,7 @@ class EvidenceGate(BaseNodePostprocessor):
             ok = _coverage(p, subject, w, c) >= self.min_subject_coverage
         if ok and self.min_last_head > 0 and nouns:
             last = [t for t in sub.head if sub.pos.get(t, 1.0) >= 1.0][-1]
-            ok = p.match(last, c) >= self.min_last_head
+            ok = max(p.match(last, c), (given or {}).get(last, 0.0)) >= self.min_last_head
         return ok, ok and self._typed(sub, p), h, a
 
     def _best(

@@ -325,3 +325,118 @@ def test_lookup_does_not_invent_a_missing_attribute() -> None:
     decision = gate.decide("王某某的血型是什么？", ledger_nodes(ledger, "rec-a:1:0"))
     assert decision.refused and decision.reason == "attribute_missing"
     assert decision.supplements == []
+
+
+# ----- tables: column names paraphrased by the question -----------------------------------------
+ENTERPRISES = (
+    "| 企业名称 | 年份 | 营业总收入 | 营业总成本 | 负债合计 | 是否国有 | 信用债情况 |\n"
+    "| --- | --- | --- | --- | --- | --- | --- |\n"
+    "| 青川城建投资集团有限公司 | 2021 | 35.2 | 30.1 | 210.5 | 是 | 未知 |\n"
+    "| 远帆置业控股有限公司 | 2021 | 120.4 | 118.9 | 860.2 | 否 | 信用债已违约或展期 |\n"
+    "| 上海明湖实业有限公司 | 2021 | 12.3 | 11.0 | 45.6 | 否 | 未知 |"
+)
+ENTERPRISES_TITLE = "青川企业2021年财务表"
+PRICES = (
+    "| 项目名称 | 区域 | 成交均价 | 成交套数 | 年月 |\n"
+    "| --- | --- | --- | --- | --- |\n"
+    "| 云溪雅苑 | 青川市东湖区 | 18500.5 | 32 | 2021年03月 |\n"
+    "| 明月华庭 | 青川市东湖区 | 22100.0 | 8 | 2021年03月 |"
+)
+PRICES_TITLE = "青川市东湖区2021年03月商品房成交价格表"
+LAND = (
+    "| 地块名称 | 项目名称 | 成交日期 | 所属集团 | 成交总价 | 容积率 | 绿化率(%) |\n"
+    "| --- | --- | --- | --- | --- | --- | --- |\n"
+    "| 东湖区北路01地块 | 云溪雅苑 | 2019年05月20日 | 远帆置业控股有限公司 | 860000000 | 2.2 | 35.0 |\n"
+    "| 东湖区南路07地块 | 明月华庭 | 2020年08月11日 | 青川城建投资集团有限公司 | 1240000000 | 1.8 "
+    "| 30.0 |"
+)
+LAND_TITLE = "青川市东湖区土地成交信息表"
+
+
+@pytest.mark.parametrize(
+    ("question", "table", "title"),
+    [
+        # 是不是属于国有企业 ~ 是否国有 (a yes/no column)
+        ("青川城建投资集团有限公司是不是属于国有企业？", ENTERPRISES, ENTERPRISES_TITLE),
+        (
+            "青川城建投资集团有限公司与远帆置业控股有限公司，这两家公司是否都属于国有企业类别？",
+            ENTERPRISES,
+            ENTERPRISES_TITLE,
+        ),
+        # the entity span must not swallow 请问 and the year
+        ("请问2021年远帆置业控股有限公司的营业总成本是多少？", ENTERPRISES, ENTERPRISES_TITLE),
+        ("请问2021年时，远帆置业控股有限公司的总负债达到了多少？", ENTERPRISES, ENTERPRISES_TITLE),
+        # 债务违约 ~ 信用债情况, whose cells read 信用债已违约或展期
+        ("远帆置业控股有限公司在2021年的债务违约情况如何？", ENTERPRISES, ENTERPRISES_TITLE),
+        # 房价 ~ 成交均价, 多少套 ~ 成交套数
+        ("请问2021年3月，青川市东湖区云溪雅苑的房价是多少？", PRICES, PRICES_TITLE),
+        (
+            "在2021年3月，青川市东湖区的云溪雅苑和明月华庭这两个小区各自成交了多少套房子？",
+            PRICES,
+            PRICES_TITLE,
+        ),
+        ("请问在2021年3月，青川市东湖区云溪雅苑成交的房子数量是多少？", PRICES, PRICES_TITLE),
+        # a filter: the bounds are not values to find
+        ("在2021年3月，青川市东湖区有哪些小区的房价位于20000至25000元之间？", PRICES, PRICES_TITLE),
+        # 成交价格 ~ 成交总价; names without a suffix, joined by 和 before 这两个小区
+        (
+            "位于青川市东湖区的云溪雅苑和明月华庭这两个小区，它们所对应的地块在拍卖时的成交价格各是多少？",
+            LAND,
+            LAND_TITLE,
+        ),
+        ("青川市东湖区的云溪雅苑与明月华庭，这两个小区的容积率具体是多少？", LAND, LAND_TITLE),
+        ("青川市东湖区的云溪雅苑小区所属地块是在哪一年成交的？", LAND, LAND_TITLE),
+    ],
+)
+def test_table_question_with_a_paraphrased_column_passes(
+    question: str, table: str, title: str
+) -> None:
+    decision = decide(question, table, title=title)
+    assert not decision.refused, decision.details
+
+
+@pytest.mark.parametrize(
+    ("question", "table", "title"),
+    [
+        # the entity is in the table, the asked column is not
+        ("青川市东湖区的云溪雅苑与明月华庭，这两个小区的容积率具体是多少？", PRICES, PRICES_TITLE),
+        ("请问2021年3月，青川市东湖区云溪雅苑的物业费是多少？", PRICES, PRICES_TITLE),
+        # 房产 is counted in 套, but 物业费 is no count: 成交套数 does not answer it
+        ("请问2021年3月，青川市东湖区云溪雅苑的房产物业费达到了多少？", PRICES, PRICES_TITLE),
+        (
+            "在2021年3月，青川市东湖区的云溪雅苑和明月华庭这两个小区各自有多少个停车位？",
+            PRICES,
+            PRICES_TITLE,
+        ),
+        ("青川市东湖区云溪雅苑所在地块的成交了多少套房子？", LAND, LAND_TITLE),
+        ("请问2021年远帆置业控股有限公司的员工人数是多少？", ENTERPRISES, ENTERPRISES_TITLE),
+        # 上…市…公…司 scattered over company and place names is no column 上市
+        ("青川城建投资集团有限公司是不是上市公司？", ENTERPRISES, ENTERPRISES_TITLE),
+        ("远帆置业控股有限公司在2021年的注册资本情况如何？", ENTERPRISES, ENTERPRISES_TITLE),
+    ],
+)
+def test_table_with_the_entity_but_not_the_asked_column_is_refused(
+    question: str, table: str, title: str
+) -> None:
+    decision = decide(question, table, title=title)
+    assert decision.refused and decision.reason == "attribute_missing", decision.details
+
+
+def test_table_entities() -> None:
+    a = analyze_question("请问2021年融侨集团股份有限公司的营业总成本是多少？")
+    assert {e.text: e.kind for e in a.entities} == {"融侨集团股份有限公司": "org", "2021": "year"}
+    b = analyze_question("位于广州市白云区的天悦云山府和广州润府，这两个小区的容积率具体是多少？")
+    assert {e.text: e.kind for e in b.entities} == {"天悦云山府": "name", "广州润府": "name"}
+    assert b.subquestions[0].head == ["容积率"]
+    c = analyze_question(
+        "在2020年12月，武汉市汉阳区的长安和玺与禧悦学府这两个小区各自成交了多少套房子？"
+    )
+    assert {"长安和玺", "禧悦学府"} <= {e.text for e in c.entities}
+    assert c.subquestions[0].unit == "套"
+    d = analyze_question("在武汉市蔡甸区，哪些小区在2021年12月的房价位于10000至20000元之间？")
+    assert [e.kind for e in d.entities] == ["date"] and "房价" in d.subquestions[0].head
+    # common nouns joined by 和 are no names; a single name holding 和 is not split
+    assert not analyze_question("原告和被告分别是谁？").entities
+    assert not analyze_question("在各自的合规与监管更新中分别做了哪些调整？").entities
+    assert not analyze_question("公司的产品质量和服务水平分别如何？").entities
+    assert not [e for e in analyze_question("保利燕璟和颂小区所属地块的成交总价是多少？").entities]
