@@ -13,7 +13,7 @@ export RAGAS_DO_NOT_TRACK := true
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install browser-deps run test lint typecheck pytest bench clean
+.PHONY: install browser-deps postgres-deps run test lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,17 @@ browser-deps:
 		apt-get update && apt-get install -y --no-install-recommends chromium; \
 	else \
 		echo "browser-deps: /usr/bin/chromium missing and not root; skipping (the browser test will skip)"; \
+	fi
+
+# PostgreSQL server binaries for the PostgreSQL half of tests/store/test_ledger.py: the tests
+# start (initdb + pg_ctl, as the postgres user when root) and stop a throwaway server themselves.
+# Needs root for apt-get; otherwise the PostgreSQL tests skip themselves.
+postgres-deps:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql; \
+	else \
+		echo "postgres-deps: no /usr/lib/postgresql/*/bin/initdb and not root; skipping (the PostgreSQL tests will skip)"; \
 	fi
 
 # `make run`: ingest the sample KB, answer four questions, print a demo API key, then serve the
@@ -61,7 +72,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy rag_app pipelines
 
-pytest: install browser-deps
+pytest: install browser-deps postgres-deps
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck pytest

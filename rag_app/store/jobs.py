@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import and_, func, insert, select, text, update
 
 from rag_app.store.ledger import Ledger, _clip_error, documents, jobs
 from rag_app.types import DocStatus
@@ -75,6 +75,13 @@ class JobQueue:
         """Add a job, or return the document's job that is still PENDING (coalesced)."""
         now = time.time()
         with self.engine.begin() as conn:
+            if self.ledger.is_postgres:
+                # READ COMMITTED lets concurrent enqueues of one document both find no pending
+                # job and both insert one: serialize them per document for this transaction
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtextextended(:doc_id, 0))"),
+                    {"doc_id": doc_id},
+                )
             row = (
                 conn.execute(
                     select(jobs).where(

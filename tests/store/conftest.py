@@ -194,3 +194,8 @@ def make_store(
 @pytest.fixture
 def store(make_store: Callable[..., VectorStore]) -> VectorStore:
     return make_store()
+
+
+# PostgreSQL: a local server for the session, a fresh database per test, and `ledger_url`
+# parametrized over SQLite and PostgreSQL (tests/store/pg.py).
+from tests.store.pg import ledger_url, pg_server, pg_url  # noqa: E402, F401
