@@ -1,10 +1,12 @@
 """Query latency on the laws_zh dev corpus: ``retrieve`` and extractive ``ask``, p50/p95.
 
-    .venv/bin/python benchmarks/latency.py [--n 200]
+    flock /tmp/rag-bench.lock .venv/bin/python benchmarks/latency.py [--n 200]
 
 Uses the cached structure-chunked KB (built by benchmarks/common.py on first use), warms up the
-models and caches, then times each call on its own. Run it on a quiet machine: another process
-on the 2 cores doubles the figures. Writes benchmarks/results/latency.json.
+models and caches, then times each call on its own (mean time per stage from
+``rag_app.retrieval.timing``). Run it on a quiet machine, under ``flock /tmp/rag-bench.lock``:
+another process on the 2 cores doubles the figures. Writes benchmarks/results/latency.json.
+At 10k and 100k chunks: benchmarks/query_scale.py.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import kb_for, load_questions, require_shared, write_result  # noqa: E402
 
 from rag_app.eval.metrics import percentile  # noqa: E402
+from rag_app.retrieval.timing import collect_stages  # noqa: E402
 
 
 def main() -> None:
@@ -34,16 +37,20 @@ def main() -> None:
     for q in questions[:5]:  # warm-up: model, jieba, SQLite and Chroma caches
         kb.ask(q)
     timings: dict[str, list[float]] = {"retrieve": [], "ask": []}
+    stages: dict[str, dict[str, float]] = {"retrieve": {}, "ask": {}}
+    load_at_start = os.getloadavg()[0]
     for q in questions:
-        t0 = time.perf_counter()
-        kb.retrieve(q, top_k=5)
-        timings["retrieve"].append((time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        kb.ask(q, top_k=5)
-        timings["ask"].append((time.perf_counter() - t0) * 1000)
+        for name, call in (("retrieve", kb.retrieve), ("ask", kb.ask)):
+            with collect_stages() as spent:
+                t0 = time.perf_counter()
+                call(q, top_k=5)
+                timings[name].append((time.perf_counter() - t0) * 1000)
+            for stage, ms in spent.items():
+                stages[name][stage] = stages[name].get(stage, 0.0) + ms
     result = {
         "corpus_chunks": kb.vectors.count(),
         "questions": len(questions),
+        "load_average_at_start": load_at_start,
         "load_average_at_end": os.getloadavg()[0],
     }
     for name, values in timings.items():
@@ -52,7 +59,11 @@ def main() -> None:
             "p95_ms": round(percentile(values, 95), 1),
             "mean_ms": round(sum(values) / len(values), 1),
         }
+        result[name]["stage_mean_ms"] = {
+            k: round(v / len(values), 2) for k, v in sorted(stages[name].items())
+        }
         print(f"{name:8} p50 {result[name]['p50_ms']:.1f} ms  p95 {result[name]['p95_ms']:.1f} ms")
+        print("         " + ", ".join(f"{k} {v}" for k, v in result[name]["stage_mean_ms"].items()))
     print(f"wrote {write_result('latency', result)}")
 
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core import Document
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.ingestion import IngestionPipeline
+from llama_index.core.ingestion import IngestionPipeline, run_transformations
 from llama_index.core.schema import BaseNode, MetadataMode
 
 from rag_app.chunking import build_node_parser
@@ -78,25 +79,84 @@ def to_document(parsed: ParsedFile, *, doc_id: str, tenant: str, source: str) ->
     )
 
 
-def embed_document(
-    pipeline: IngestionPipeline, document: Document, *, version: int
-) -> list[EmbeddedChunk]:
-    """Chunk and embed one document; chunk ids are ``<doc_id>:<version>:<index>``."""
-    nodes: Sequence[BaseNode] = pipeline.run(documents=[document], show_progress=False)
-    doc_id = document.metadata["doc_id"]
-    tenant = document.metadata["tenant"]
+def _keywords(texts: Sequence[str]) -> list[str]:
+    return [" ".join(tokenize(t)) for t in texts]
+
+
+def _split_pipeline(
+    pipeline: IngestionPipeline,
+) -> tuple[list[Any], BaseEmbedding] | None:
+    """(chunking transformations, embedding model) when the pipeline ends with the model."""
+    *before, last = pipeline.transformations
+    if isinstance(last, BaseEmbedding) and not any(isinstance(t, BaseEmbedding) for t in before):
+        return before, last
+    return None
+
+
+@dataclass
+class PreparedDocument:
+    """A document chunked, embedded and keyword-tokenized, not yet numbered with a version."""
+
+    doc_id: str
+    tenant: str
+    nodes: Sequence[BaseNode]
+    embed_texts: list[str]
+    keywords: list[str]
+
+
+def prepare_document(
+    pipeline: IngestionPipeline, document: Document, *, overlap_keywords: bool = True
+) -> PreparedDocument:
+    """Chunk, embed and keyword-tokenize one document (no version yet: see ``number_chunks``).
+
+    Same nodes and embeddings as ``pipeline.run(documents=[document])``: the chunking
+    transformations, then the embedding model on each node's EMBED text (heading path + text) in
+    ``embed_batch_size`` batches. Run by hand so that the EMBED texts are built once (for the
+    model and the keyword index) and, with ``overlap_keywords``, the keyword tokens (jieba, pure
+    Python) are computed in a helper thread while the model embeds (its numpy matrix products
+    release the GIL).
+    """
+    split = _split_pipeline(pipeline)
+    if split is None:  # a custom pipeline: run it as it is, keywords afterwards
+        nodes: Sequence[BaseNode] = pipeline.run(documents=[document], show_progress=False)
+        embed_texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
+        keywords = _keywords(embed_texts)
+    else:
+        chunkers, embed_model = split
+        nodes = run_transformations([document], chunkers) if chunkers else [document]
+        embed_texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
+        if overlap_keywords and len(embed_texts) > 1:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-keywords") as pool:
+                pending = pool.submit(_keywords, embed_texts)
+                embeddings = embed_model.get_text_embedding_batch(embed_texts)
+                keywords = pending.result()
+        else:
+            embeddings = embed_model.get_text_embedding_batch(embed_texts) if embed_texts else []
+            keywords = _keywords(embed_texts)
+        for node, embedding in zip(nodes, embeddings, strict=True):
+            node.embedding = embedding
+    return PreparedDocument(
+        doc_id=document.metadata["doc_id"],
+        tenant=document.metadata["tenant"],
+        nodes=nodes,
+        embed_texts=embed_texts,
+        keywords=keywords,
+    )
+
+
+def number_chunks(prepared: PreparedDocument, *, version: int) -> list[EmbeddedChunk]:
+    """The prepared chunks as version ``version``: chunk ids ``<doc_id>:<version>:<index>``."""
+    doc_id, tenant = prepared.doc_id, prepared.tenant
     out: list[EmbeddedChunk] = []
-    for index, node in enumerate(nodes):
+    for index, node in enumerate(prepared.nodes):
         meta = node.metadata
         if node.embedding is None:
             raise RuntimeError(f"chunk {index} of {doc_id} came out of the pipeline unembedded")
         chunk_id = f"{doc_id}:{version}:{index}"
-        text = node.get_content(metadata_mode=MetadataMode.NONE)
-        embed_text = node.get_content(metadata_mode=MetadataMode.EMBED)
         row = {
             "chunk_id": chunk_id,
             "chunk_index": index,
-            "text": text,
+            "text": node.get_content(metadata_mode=MetadataMode.NONE),
             "title_path": str(meta.get("title_path", "")),
             "start_char": int(meta["start_char"]),
             "end_char": int(meta["end_char"]),
@@ -105,7 +165,7 @@ def embed_document(
             "token_count": int(meta.get("token_count", 0)),
             "block_types": str(meta.get("block_types", "")),
             # the keyword index sees what the embedding sees: heading path + text
-            "keywords": " ".join(tokenize(embed_text)),
+            "keywords": prepared.keywords[index],
         }
         out.append(
             EmbeddedChunk(
@@ -117,7 +177,14 @@ def embed_document(
                     "version": version,
                     "chunk_index": index,
                 },
-                embed_text=embed_text,
+                embed_text=prepared.embed_texts[index],
             )
         )
     return out
+
+
+def embed_document(
+    pipeline: IngestionPipeline, document: Document, *, version: int
+) -> list[EmbeddedChunk]:
+    """Chunk and embed one document; chunk ids are ``<doc_id>:<version>:<index>``."""
+    return number_chunks(prepare_document(pipeline, document), version=version)

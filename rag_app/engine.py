@@ -14,12 +14,22 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 
 from rag_app.postprocess.gate import EvidenceGate
 from rag_app.postprocess.neighbors import NeighborExpansion
-from rag_app.postprocess.rerank import CrossEncoderReranker, LexicalReranker
+from rag_app.postprocess.rerank import CrossEncoderReranker, LexicalReranker, QuestionWeights
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.synthesis.citations import CitationSynthesizer, build_llm
 
 if TYPE_CHECKING:
     from rag_app.kb import KnowledgeBase
+
+
+# stage names (rag_app.retrieval.timing) of the postprocessors, for per-stage timings
+STAGE_NAMES = {
+    "LexicalReranker": "rerank",
+    "CrossEncoderReranker": "rerank",
+    "TopN": "rerank",
+    "EvidenceGate": "gate",
+    "NeighborExpansion": "neighbors",
+}
 
 
 @dataclass
@@ -32,12 +42,14 @@ class EngineParts:
     synthesizer: CitationSynthesizer
 
 
-def build_reranker(kb: KnowledgeBase, top_n: int) -> BaseNodePostprocessor | None:
+def build_reranker(
+    kb: KnowledgeBase, top_n: int, weights: QuestionWeights | None = None
+) -> BaseNodePostprocessor | None:
     spec = kb.settings.rerank.strip()
     if spec == "none":
         return None
     if spec == "lexical":
-        return LexicalReranker(ledger=kb.ledger, top_n=top_n)
+        return LexicalReranker(ledger=kb.ledger, top_n=top_n, weights=weights)
     if spec.startswith("hf:"):
         return CrossEncoderReranker(model_path=spec[3:], top_n=top_n)
     raise ValueError(f"unknown reranker {spec!r}: use lexical, none or hf:<local dir>")
@@ -51,7 +63,8 @@ def build_query_engine(
 ) -> EngineParts:
     s = kb.settings
     retriever = kb.retriever(tenant, max(top_k, s.rerank_candidates), doc_ids)
-    reranker = build_reranker(kb, top_k)
+    weights = QuestionWeights(kb.ledger)  # the question's IDF, once for reranker and synthesizer
+    reranker = build_reranker(kb, top_k, weights)
     gate = (
         EvidenceGate(
             ledger=kb.ledger,
@@ -70,7 +83,7 @@ def build_query_engine(
     if s.llm_base_url:
         key = s.llm_api_key.get_secret_value() if s.llm_api_key else None
         llm = build_llm(s.llm_base_url, s.llm_model, key, timeout=s.llm_timeout)
-    synthesizer = CitationSynthesizer(ledger=kb.ledger, llm=llm)
+    synthesizer = CitationSynthesizer(ledger=kb.ledger, llm=llm, weights=weights)
     postprocessors: list[BaseNodePostprocessor] = []
     if reranker is None:
         postprocessors.append(_TopN(top_n=top_k))

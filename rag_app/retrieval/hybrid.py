@@ -7,7 +7,9 @@ stale chunk.
 
 from __future__ import annotations
 
+import contextvars
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -16,12 +18,16 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rag_app.retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from rag_app.retrieval.scope import Scope
+from rag_app.retrieval.timing import stage
 from rag_app.retrieval.tokenizer import label_tokens, query_tokens
 from rag_app.store.ledger import Ledger
 from rag_app.store.vectors import VectorStore
 from rag_app.types import ChunkInfo
 
 Mode = Literal["hybrid", "dense", "keyword"]
+
+# Runs the keyword branch of hybrid queries beside the dense branch (threads start on demand).
+_BRANCHES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-keyword")
 
 
 def chunk_to_node(chunk: ChunkInfo, source: str, tenant: str, extra: dict[str, Any]) -> TextNode:
@@ -84,25 +90,59 @@ class HybridRetriever(BaseRetriever):
     # ----- branches ----------------------------------------------------------------------
     def dense(self, question: str, n: int) -> list[tuple[str, float]]:
         """Active chunks in scope by cosine similarity, best first."""
+        return self._dense(question, n)[0]
+
+    def _dense(self, question: str, n: int) -> tuple[list[tuple[str, float]], dict[str, ChunkInfo]]:
+        """``dense`` plus the active chunks it read from the ledger (by id)."""
         if self.scope.doc_ids is not None and not self.scope.doc_ids:
-            return []  # an empty document list is an empty scope (Chroma rejects `$in: []`)
-        query = self.embed_model.get_query_embedding(question)
-        where = self.scope.chroma_where()
+            return [], {}  # an empty document list is an empty scope (Chroma rejects `$in: []`)
+        with stage("embed"):
+            query = self.embed_model.get_query_embedding(question)
         fetch = n * 2
+        if self.scope.doc_ids is None and self.ledger.only_tenant(self.scope.tenant):
+            # Chroma's metadata filter costs far more than the search (it reads the metadata of
+            # every vector that matches; ~25 ms at 5k chunks, growing with the collection). When
+            # the ledger holds no other tenant the filter can't remove anything the ledger check
+            # below doesn't: the search runs unfiltered. Tenant isolation never depends on it:
+            # the ledger check keeps only this tenant's active chunks, and when that leaves too
+            # few (vectors the ledger doesn't serve crowd the top), the filtered search decides.
+            kept, active, exhausted = self._dense_query(query, fetch, None)
+            if len(kept) >= n or exhausted:
+                return kept[:n], active
+        where = self.scope.chroma_where()
         while True:
-            hits = self.vectors.query(query, fetch, where=where)
+            kept, active, exhausted = self._dense_query(query, fetch, where)
+            if len(kept) >= n or exhausted or fetch >= 4096:
+                return kept[:n], active
+            fetch *= 4
+
+    def _dense_query(
+        self, query: list[float], fetch: int, where: dict[str, Any] | None
+    ) -> tuple[list[tuple[str, float]], dict[str, ChunkInfo], bool]:
+        """(active in-scope hits, their chunks, whether the collection had fewer than ``fetch``)."""
+        with stage("chroma"):
+            hits = self.vectors.query(query, fetch, where=where, include_metadata=False)
+        with stage("dense_filter"):
             active = self.ledger.active_chunks_by_id(
                 [h.chunk_id for h in hits], tenant=self.scope.tenant
             )
-            kept = [(h.chunk_id, h.score) for h in hits if h.chunk_id in active]
-            if len(kept) >= n or len(hits) < fetch or fetch >= 4096:
-                return kept[:n]
-            fetch *= 4
+        kept = [(h.chunk_id, h.score) for h in hits if h.chunk_id in active]
+        return kept, active, len(hits) < fetch
 
     def keyword(self, question: str, n: int) -> list[tuple[str, float]]:
-        return self.ledger.keyword_search(
-            query_tokens(question), tenant=self.scope.tenant, doc_ids=self.scope.doc_ids, limit=n
-        )
+        with stage("keyword"):
+            return self.ledger.keyword_search_ranked(
+                query_tokens(question),
+                tenant=self.scope.tenant,
+                doc_ids=self.scope.doc_ids,
+                limit=n,
+            )
+
+    def _timed_keyword(self, question: str, timings: dict[str, float]) -> list[tuple[str, float]]:
+        t0 = time.perf_counter()
+        keyword = self.keyword(question, self.candidates)
+        timings["keyword_ms"] = (time.perf_counter() - t0) * 1000
+        return keyword
 
     # ----- fusion ------------------------------------------------------------------------
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -111,45 +151,63 @@ class HybridRetriever(BaseRetriever):
             raise ValueError("question is empty")
         timings: dict[str, float] = {}
         dense: list[tuple[str, float]] = []
+        dense_chunks: dict[str, ChunkInfo] = {}
         keyword: list[tuple[str, float]] = []
+        pending: Future[list[tuple[str, float]]] | None = None
+        if self.mode == "hybrid":
+            # the keyword branch (SQLite, which runs without the GIL) beside the dense one
+            pending = _BRANCHES.submit(
+                contextvars.copy_context().run, self._timed_keyword, question, timings
+            )
         if self.mode in ("hybrid", "dense"):
             t0 = time.perf_counter()
-            dense = self.dense(question, self.candidates)
+            dense, dense_chunks = self._dense(question, self.candidates)
             timings["dense_ms"] = (time.perf_counter() - t0) * 1000
-        if self.mode in ("hybrid", "keyword"):
-            t0 = time.perf_counter()
-            keyword = self.keyword(question, self.candidates)
-            timings["keyword_ms"] = (time.perf_counter() - t0) * 1000
-        weights = dict(self.weights)
-        if label_tokens(question):
-            # "…第三十三条…": an exact look-up; the dense branch can't read article numbers
-            weights["dense"] *= self.label_dense_factor
-        if self.fusion == "weighted":
-            fused = weighted_score_fusion({"dense": dict(dense), "keyword": dict(keyword)}, weights)
-        else:
-            fused = reciprocal_rank_fusion(
-                {"dense": [c for c, _ in dense], "keyword": [c for c, _ in keyword]},
-                k=self.rrf_k,
-                weights=weights,
-            )
-        top = fused[: self.top_k]
-        chunks = self.ledger.active_chunks_by_id([c for c, _ in top], tenant=self.scope.tenant)
-        sources = self.ledger.document_sources(ch.doc_id for ch in chunks.values())
-        dense_rank = {c: i for i, (c, _) in enumerate(dense, start=1)}
-        keyword_rank = {c: i for i, (c, _) in enumerate(keyword, start=1)}
-        dense_score, keyword_score = dict(dense), dict(keyword)
-        out: list[NodeWithScore] = []
-        for chunk_id, score in top:
-            chunk = chunks.get(chunk_id)
-            if chunk is None:  # deactivated between the branch query and now
-                continue
-            path, tenant = sources.get(chunk.doc_id, ("", self.scope.tenant))
-            extra = {
-                "dense_rank": dense_rank.get(chunk_id, 0),
-                "keyword_rank": keyword_rank.get(chunk_id, 0),
-                "dense_score": round(dense_score.get(chunk_id, 0.0), 6),
-                "keyword_score": round(keyword_score.get(chunk_id, 0.0), 6),
-            }
-            out.append(NodeWithScore(node=chunk_to_node(chunk, path, tenant, extra), score=score))
+        if pending is not None:
+            with stage("keyword_wait"):  # what the keyword branch added to the dense one
+                keyword = pending.result()
+        elif self.mode == "keyword":
+            keyword = self._timed_keyword(question, timings)
+        with stage("fuse_nodes"):
+            weights = dict(self.weights)
+            if label_tokens(question):
+                # "…第三十三条…": an exact look-up; the dense branch can't read article numbers
+                weights["dense"] *= self.label_dense_factor
+            if self.fusion == "weighted":
+                fused = weighted_score_fusion(
+                    {"dense": dict(dense), "keyword": dict(keyword)}, weights
+                )
+            else:
+                fused = reciprocal_rank_fusion(
+                    {"dense": [c for c, _ in dense], "keyword": [c for c, _ in keyword]},
+                    k=self.rrf_k,
+                    weights=weights,
+                )
+            top = fused[: self.top_k]
+            # the dense branch read its hits from the ledger already (active, in the tenant);
+            # keyword-only hits are read now
+            chunks = {c: dense_chunks[c] for c, _ in top if c in dense_chunks}
+            missing = [c for c, _ in top if c not in chunks]
+            if missing:
+                chunks.update(self.ledger.active_chunks_by_id(missing, tenant=self.scope.tenant))
+            sources = self.ledger.document_sources(ch.doc_id for ch in chunks.values())
+            dense_rank = {c: i for i, (c, _) in enumerate(dense, start=1)}
+            keyword_rank = {c: i for i, (c, _) in enumerate(keyword, start=1)}
+            dense_score, keyword_score = dict(dense), dict(keyword)
+            out: list[NodeWithScore] = []
+            for chunk_id, score in top:
+                chunk = chunks.get(chunk_id)
+                if chunk is None:  # deactivated between the branch query and now
+                    continue
+                path, tenant = sources.get(chunk.doc_id, ("", self.scope.tenant))
+                extra = {
+                    "dense_rank": dense_rank.get(chunk_id, 0),
+                    "keyword_rank": keyword_rank.get(chunk_id, 0),
+                    "dense_score": round(dense_score.get(chunk_id, 0.0), 6),
+                    "keyword_score": round(keyword_score.get(chunk_id, 0.0), 6),
+                }
+                out.append(
+                    NodeWithScore(node=chunk_to_node(chunk, path, tenant, extra), score=score)
+                )
         self.last_timings = timings
         return out

@@ -189,19 +189,26 @@ class VectorStore:
             )
 
     def query(
-        self, embedding: Sequence[float], n_results: int, where: dict[str, Any] | None = None
+        self,
+        embedding: Sequence[float],
+        n_results: int,
+        where: dict[str, Any] | None = None,
+        *,
+        include_metadata: bool = True,
     ) -> list[VectorHit]:
+        """Nearest vectors (best first). ``include_metadata=False`` skips reading the hits'
+        metadata (their ``metadata`` is then empty): cheaper when only ids and scores matter."""
         if n_results <= 0:
             return []
         result = self.collection.query(
             query_embeddings=[list(map(float, embedding))],
             n_results=n_results,
             where=where or None,
-            include=["metadatas", "distances"],
+            include=["metadatas", "distances"] if include_metadata else ["distances"],
         )
         ids = result["ids"][0] if result["ids"] else []
         distances = (result.get("distances") or [[]])[0]
-        metas = (result.get("metadatas") or [[]])[0]
+        metas = (result.get("metadatas") or [[]])[0] if include_metadata else [None] * len(ids)
         return [
             VectorHit(chunk_id=i, score=1.0 - float(d), metadata=dict(m or {}))
             for i, d, m in zip(ids, distances, metas, strict=False)

@@ -21,7 +21,7 @@ from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from rag_app.postprocess.rerank import coverage, question_weights
+from rag_app.postprocess.rerank import QuestionWeights, coverage
 from rag_app.store.ledger import Ledger
 from rag_app.synthesis.prompts import SYSTEM_PROMPT, USER_TEMPLATE, format_evidence
 from rag_app.types import REFUSAL
@@ -180,9 +180,17 @@ def build_llm(base_url: str, model: str, api_key: str | None, timeout: float = 6
 class CitationSynthesizer(BaseSynthesizer):
     """Builds an answer with ``[n]`` markers from evidence nodes (n = position, 1-based)."""
 
-    def __init__(self, *, ledger: Ledger | None = None, llm: LLM | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        ledger: Ledger | None = None,
+        llm: LLM | None = None,
+        weights: QuestionWeights | None = None,
+    ) -> None:
+        """``weights``: a per-answer IDF memo shared with the reranker (default: its own)."""
         super().__init__(llm=llm or MockLLM())
         self._ledger = ledger
+        self._weights = weights if weights is not None else QuestionWeights(ledger)
         self.use_llm = llm is not None
 
     def _get_prompts(self) -> PromptDictType:
@@ -211,7 +219,7 @@ class CitationSynthesizer(BaseSynthesizer):
             )
         if self.use_llm:
             return self._llm_answer(question, nodes)
-        answer = extract_answer(question, nodes, question_weights(self._ledger, question))
+        answer = extract_answer(question, nodes, self._weights(question))
         if not answer:
             return Response(
                 REFUSAL,
