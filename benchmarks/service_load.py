@@ -1,0 +1,490 @@
+"""Service under load: a real ``rag serve`` process, N concurrent clients asking and uploading.
+
+    .venv/bin/python benchmarks/service_load.py                      # 4 clients, 30 s
+    .venv/bin/python benchmarks/service_load.py --clients 1,4,8      # one run per client count
+
+Setup (not timed): the bundled sample knowledge base (``data/knowledge``) is ingested once into a
+template KB with ``rag ingest``, an editor API key is created with ``rag keys create``, and for
+each client count the template is copied into a fresh KB served by ``rag serve`` as a subprocess
+on a free local port (``--workers`` ingestion threads in the server, default 1 like the service).
+After /api/health answers, a few questions warm the server up.
+
+Load (timed): ``--clients`` threads, each with its own httpx client, loop for ``--duration``
+seconds; each request is an upload with probability ``--upload-share`` (a small generated
+Markdown document with unique content, POST /api/documents, 202 expected) and otherwise a
+question from data/eval/sample_qa.jsonl (POST /api/ask, top_k 5). Per operation: requests,
+throughput (completed requests per second of the load window), p50/p95/max latency and errors
+(non-2xx answers or exceptions). After the window the uploaded documents are polled (GET
+/api/documents/{id}) until they are done or ``--drain`` seconds pass: how many reached SUCCESS
+by the end of the load window and after draining, and the time from the upload's 202 to SUCCESS
+(the document's ``updated_at``, set when the version is committed; same machine clock), p50/p95.
+
+Client threads and the server share the machine: on 2 cores the clients' own CPU use is part of
+the figures. Writes benchmarks/results/service_load.json (or ``--json PATH``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import httpx  # noqa: E402
+from common import RESULTS, ROOT, machine  # noqa: E402
+
+from rag_app.eval.metrics import percentile  # noqa: E402
+
+SAMPLE_KB = ROOT / "data" / "knowledge"
+SAMPLE_QA = ROOT / "data" / "eval" / "sample_qa.jsonl"
+
+# Phrases for the generated upload documents (the content is made unique by ids and numbers).
+TOPICS = [
+    "差旅报销",
+    "信息安全",
+    "数据备份",
+    "员工入职",
+    "设备采购",
+    "会议管理",
+    "培训计划",
+    "合同审批",
+]
+PHRASES = [
+    "申请人应在规定时间内提交材料",
+    "部门负责人负责审核并签字确认",
+    "超过标准的部分由个人承担",
+    "相关记录须保存不少于{n}年",
+    "每季度由管理部门组织一次检查",
+    "发现问题应在{n}个工作日内整改",
+    "单笔金额超过{n}元的须经总经理批准",
+    "系统账号每{n}天须修改一次密码",
+]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def rag_cmd() -> list[str]:
+    exe = Path(sys.executable).parent / "rag"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("rag")
+    return [found] if found else [sys.executable, "-m", "rag_app.cli"]
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out.setdefault("HF_HUB_OFFLINE", "1")
+    out.setdefault("ANONYMIZED_TELEMETRY", "False")
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def make_document(rng: random.Random, tag: str) -> str:
+    topic = rng.choice(TOPICS)
+    lines = [f"# {topic}补充规定（{tag}）", ""]
+    for section in range(1, 3):
+        lines += [f"## 第{section}章 一般规定", ""]
+        for article in range(1, 4):
+            phrase = rng.choice(PHRASES).format(n=rng.randint(2, 9000))
+            lines.append(
+                f"第{section * 10 + article}条 {topic}事项中，{phrase}；编号 {tag}-{article}。"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+@dataclass
+class Record:
+    op: str
+    started: float
+    seconds: float
+    ok: bool
+    status: int | None
+    error: str | None = None
+
+
+@dataclass
+class Upload:
+    doc_id: str
+    accepted_at: float  # wall clock (time.time) at the 202
+
+
+@dataclass
+class ClientState:
+    records: list[Record] = field(default_factory=list)
+    uploads: list[Upload] = field(default_factory=list)
+
+
+def client_loop(
+    base_url: str,
+    key: str,
+    questions: list[str],
+    upload_share: float,
+    deadline: float,
+    seed: int,
+    state: ClientState,
+) -> None:
+    rng = random.Random(seed)
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=120.0) as http:
+        n = 0
+        while time.perf_counter() < deadline:
+            n += 1
+            upload = rng.random() < upload_share
+            t0 = time.perf_counter()
+            status, error, ok = None, None, False
+            try:
+                if upload:
+                    tag = f"{seed}-{n}-{uuid.uuid4().hex[:8]}"
+                    body = make_document(rng, tag).encode()
+                    r = http.post(
+                        "/api/documents",
+                        files={"file": (f"load-{tag}.md", body, "text/markdown")},
+                    )
+                    status, ok = r.status_code, r.status_code == 202
+                    if ok:
+                        state.uploads.append(Upload(r.json()["doc_id"], time.time()))
+                else:
+                    r = http.post("/api/ask", json={"question": rng.choice(questions), "top_k": 5})
+                    status, ok = r.status_code, r.status_code == 200
+                if not ok:
+                    error = f"HTTP {status}: {r.text[:200]}"
+            except Exception as exc:  # counted as an error, the client goes on
+                error = f"{type(exc).__name__}: {exc}"[:200]
+            state.records.append(
+                Record(
+                    op="upload" if upload else "ask",
+                    started=t0,
+                    seconds=time.perf_counter() - t0,
+                    ok=ok,
+                    status=status,
+                    error=error,
+                )
+            )
+
+
+def summarize_op(records: list[Record], window: float) -> dict[str, Any]:
+    ms = [r.seconds * 1000 for r in records]
+    errors = [r for r in records if not r.ok]
+    out: dict[str, Any] = {
+        "requests": len(records),
+        "errors": len(errors),
+        "throughput_rps": round(len(records) / window, 2) if window > 0 else 0.0,
+        "p50_ms": round(percentile(ms, 50), 1) if ms else None,
+        "p95_ms": round(percentile(ms, 95), 1) if ms else None,
+        "max_ms": round(max(ms), 1) if ms else None,
+    }
+    if errors:
+        out["error_samples"] = sorted({e.error or "" for e in errors})[:5]
+    return out
+
+
+def parse_time(value: str | None) -> float | None:
+    if not value:
+        return None
+    dt = datetime.fromisoformat(value)
+    if dt.tzinfo is None:  # SQLite drops the zone; the ledger writes UTC
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def poll_uploads(
+    base_url: str, key: str, uploads: list[Upload], until: float
+) -> dict[str, dict[str, Any]]:
+    """Latest document state per upload, polling until all are done or ``until`` (monotonic)."""
+    headers = {"Authorization": f"Bearer {key}"}
+    state: dict[str, dict[str, Any]] = {}
+    pending = {u.doc_id for u in uploads}
+    with httpx.Client(base_url=base_url, headers=headers, timeout=30.0) as http:
+        while pending:
+            for doc_id in sorted(pending):
+                try:
+                    r = http.get(f"/api/documents/{doc_id}")
+                except httpx.HTTPError:
+                    continue
+                if r.status_code == 200:
+                    state[doc_id] = r.json()
+                    if r.json()["status"] in ("SUCCESS", "FAILED"):
+                        pending.discard(doc_id)
+            if not pending or time.monotonic() > until:
+                break
+            time.sleep(0.5)
+    return state
+
+
+class Server:
+    """``rag serve`` on a copy of the template KB."""
+
+    def __init__(self, kb: Path, port: int, workers: int, logfile: Path) -> None:
+        self.kb, self.port, self.logfile = kb, port, logfile
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.log = logfile.open("wb")
+        cmd = [*rag_cmd(), "serve", "--kb", str(kb), "--port", str(port), "--workers", str(workers)]
+        self.proc = subprocess.Popen(
+            cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env(), start_new_session=True
+        )
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited ({self.proc.returncode}): {self.tail()}")
+            try:
+                if httpx.get(self.base_url + "/api/health", timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"server not ready after {timeout:.0f}s: {self.tail()}")
+
+    def tail(self) -> str:
+        self.log.flush()
+        return self.logfile.read_text(errors="replace")[-2000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.log.close()
+
+
+def build_template(root: Path) -> tuple[Path, str]:
+    kb = root / "template"
+    t0 = time.perf_counter()
+    subprocess.run(
+        [*rag_cmd(), "ingest", str(SAMPLE_KB), "--kb", str(kb), "--json"],
+        check=True,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+    )
+    out = subprocess.run(
+        [
+            *rag_cmd(),
+            "keys",
+            "create",
+            "--tenant",
+            "default",
+            "--role",
+            "editor",
+            "--kb",
+            str(kb),
+            "--name",
+            "service_load",
+            "--json",
+        ],
+        check=True,
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
+    key = json.loads(out.stdout)["key"]
+    log(f"template KB ingested from {SAMPLE_KB} in {time.perf_counter() - t0:.1f}s")
+    return kb, key
+
+
+def run_level(
+    template: Path, key: str, root: Path, args: argparse.Namespace, clients: int
+) -> dict[str, Any]:
+    kb = root / f"kb-{clients}"
+    shutil.copytree(template, kb)
+    questions = [
+        json.loads(line)["question"] for line in SAMPLE_QA.read_text().splitlines() if line
+    ]
+    server = Server(kb, free_port(), args.workers, root / f"server-{clients}.log")
+    try:
+        server.wait_ready()
+        with httpx.Client(
+            base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=120
+        ) as http:
+            for q in questions[:3]:  # warm-up: model load, jieba, caches (not timed)
+                http.post("/api/ask", json={"question": q, "top_k": 5}).raise_for_status()
+        load_before = os.getloadavg()
+        log(f"{clients} client(s), {args.duration:g}s, upload share {args.upload_share:g} …")
+        states = [ClientState() for _ in range(clients)]
+        start = time.perf_counter()
+        deadline = start + args.duration
+        wall_start = time.time()
+        threads = [
+            threading.Thread(
+                target=client_loop,
+                args=(
+                    server.base_url,
+                    key,
+                    questions,
+                    args.upload_share,
+                    deadline,
+                    args.seed * 1000 + i,
+                    states[i],
+                ),
+                daemon=True,
+            )
+            for i in range(clients)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        window = time.perf_counter() - start
+        wall_end = wall_start + window
+        load_after = os.getloadavg()
+        records = [r for s in states for r in s.records]
+        uploads = [u for s in states for u in s.uploads]
+        log(f"  {len(records)} requests in {window:.1f}s; waiting for {len(uploads)} upload(s) …")
+        docs = poll_uploads(server.base_url, key, uploads, time.monotonic() + args.drain)
+        exited = server.proc.poll()
+    finally:
+        server.stop()
+        shutil.rmtree(kb, ignore_errors=True)
+
+    to_success: list[float] = []
+    by_end = 0
+    statuses: dict[str, int] = {}
+    for u in uploads:
+        doc = docs.get(u.doc_id) or {}
+        status = doc.get("status", "UNKNOWN")
+        statuses[status] = statuses.get(status, 0) + 1
+        if status == "SUCCESS":
+            done = parse_time(doc.get("updated_at"))
+            if done is not None:
+                to_success.append(max(0.0, done - u.accepted_at) * 1000)
+                by_end += done <= wall_end
+    result: dict[str, Any] = {
+        "clients": clients,
+        "duration_s": args.duration,
+        "window_s": round(window, 2),
+        "upload_share": args.upload_share,
+        "server_workers": args.workers,
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in load_after],
+        "total": summarize_op(records, window),
+        "ask": summarize_op([r for r in records if r.op == "ask"], window),
+        "upload": summarize_op([r for r in records if r.op == "upload"], window),
+        "ingestion": {
+            "accepted": len(uploads),
+            "success_by_end_of_load": by_end,
+            "success_after_drain": statuses.get("SUCCESS", 0),
+            "final_status": statuses,
+            "drain_limit_s": args.drain,
+            "upload_to_success_p50_ms": round(percentile(to_success, 50), 1)
+            if to_success
+            else None,
+            "upload_to_success_p95_ms": round(percentile(to_success, 95), 1)
+            if to_success
+            else None,
+            "upload_to_success_max_ms": round(max(to_success), 1) if to_success else None,
+        },
+    }
+    if exited is not None:
+        result["server_exited"] = exited
+    return result
+
+
+def print_table(runs: list[dict[str, Any]]) -> None:
+    print(
+        f"{'clients':>7} {'op':6} {'req':>5} {'req/s':>6} {'p50 ms':>8} {'p95 ms':>8} "
+        f"{'max ms':>8} {'err':>4}"
+    )
+    for run in runs:
+        for op in ("ask", "upload"):
+            s = run[op]
+            fmt = lambda v: f"{v:8.0f}" if v is not None else f"{'-':>8}"  # noqa: E731
+            print(
+                f"{run['clients']:7} {op:6} {s['requests']:5} {s['throughput_rps']:6.2f} "
+                f"{fmt(s['p50_ms'])} {fmt(s['p95_ms'])} {fmt(s['max_ms'])} {s['errors']:4}"
+            )
+        ing = run["ingestion"]
+        p50, p95 = ing["upload_to_success_p50_ms"], ing["upload_to_success_p95_ms"]
+        print(
+            f"{'':7} ingest accepted {ing['accepted']}, SUCCESS by end {ing['success_by_end_of_load']}"
+            f", after drain {ing['success_after_drain']}; upload→SUCCESS p50 "
+            f"{p50 if p50 is not None else '-'} ms, p95 {p95 if p95 is not None else '-'} ms"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--clients", default="4", help="concurrent clients; a comma list runs each (e.g. 1,4,8)"
+    )
+    parser.add_argument("--duration", type=float, default=30.0, help="seconds of load per run")
+    parser.add_argument(
+        "--upload-share", type=float, default=0.1, help="share of requests that upload (0-1)"
+    )
+    parser.add_argument("--workers", type=int, default=1, help="ingestion threads in the server")
+    parser.add_argument(
+        "--drain", type=float, default=120.0, help="max seconds to wait for uploads to finish"
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--json", type=Path, default=RESULTS / "service_load.json", help="results file"
+    )
+    args = parser.parse_args()
+    levels = [int(x) for x in str(args.clients).split(",") if x.strip()]
+    if not levels or min(levels) < 1:
+        parser.error("--clients needs positive integers")
+    if not 0.0 <= args.upload_share <= 1.0:
+        parser.error("--upload-share must be within 0..1")
+    if not SAMPLE_KB.is_dir() or not SAMPLE_QA.is_file():
+        print(f"skipped: sample knowledge base or questions not found ({SAMPLE_KB}, {SAMPLE_QA})")
+        return
+
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="rag-service-load-") as tmp:
+        root = Path(tmp)
+        template, key = build_template(root)
+        for clients in levels:
+            runs.append(run_level(template, key, root, args, clients))
+    print_table(runs)
+    data = {
+        "benchmark": "service_load",
+        "machine": machine(),
+        "setup": {
+            "server": "rag serve subprocess (uvicorn, 1 process) on a copy of the ingested "
+            "data/knowledge sample KB; clients are threads in the benchmark process (same machine)",
+            "questions": str(SAMPLE_QA.relative_to(ROOT)),
+            "upload": "generated Markdown, ~0.6 KB, unique content, POST /api/documents",
+            "ask": "POST /api/ask top_k=5 "
+            + (
+                "(LLM answers: RAG_LLM_BASE_URL is set)"
+                if os.environ.get("RAG_LLM_BASE_URL")
+                else "(extractive answers, no LLM configured)"
+            ),
+            "command": "benchmarks/service_load.py " + " ".join(sys.argv[1:]),
+        },
+        "runs": runs,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(data, ensure_ascii=False, indent=2))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
