@@ -229,6 +229,23 @@ def _idf_groups(idf: dict[str, float], n: int = len(_LABELS)) -> list[list[str]]
     return [ranked[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
+def _new_document(
+    doc_id: str, tenant: str, source: str, rel_path: str, doc_type: str, size: int, now: datetime
+) -> Any:
+    """INSERT of a new document row with no active version yet (status set by the caller)."""
+    return insert(documents).values(
+        doc_id=doc_id,
+        tenant=tenant,
+        source=source,
+        rel_path=rel_path,
+        doc_type=doc_type,
+        version=0,
+        size_bytes=size,
+        created_at=now,
+        updated_at=now,
+    )
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -342,17 +359,8 @@ class Ledger:
             ).scalar_one_or_none()
             if current is None:
                 conn.execute(
-                    insert(documents).values(
-                        doc_id=doc_id,
-                        tenant=tenant,
-                        source=source,
-                        rel_path=rel_path,
-                        doc_type=doc_type,
-                        version=0,
-                        status=DocStatus.PROCESSING.value,
-                        size_bytes=size,
-                        created_at=now,
-                        updated_at=now,
+                    _new_document(doc_id, tenant, source, rel_path, doc_type, size, now).values(
+                        status=DocStatus.PROCESSING.value
                     )
                 )
                 current = 0
@@ -380,17 +388,8 @@ class Ledger:
             )
             if not done.rowcount:
                 conn.execute(
-                    insert(documents).values(
-                        doc_id=doc_id,
-                        tenant=tenant,
-                        source=source,
-                        rel_path=rel_path,
-                        doc_type=doc_type,
-                        version=0,
-                        status=DocStatus.PENDING.value,
-                        size_bytes=size,
-                        created_at=now,
-                        updated_at=now,
+                    _new_document(doc_id, tenant, source, rel_path, doc_type, size, now).values(
+                        status=DocStatus.PENDING.value
                     )
                 )
 
