@@ -82,6 +82,11 @@ class JobQueue:
                     text("SELECT pg_advisory_xact_lock(hashtextextended(:doc_id, 0))"),
                     {"doc_id": doc_id},
                 )
+            elif self.ledger.is_sqlite:
+                # a deferred SQLite transaction would read first and then fail to upgrade to
+                # a writer ("database is locked") when another enqueue committed meanwhile: take
+                # the write lock first (a no-op write), so enqueues queue on busy_timeout
+                conn.execute(update(jobs).where(jobs.c.job_id == -1).values(status=jobs.c.status))
             row = (
                 conn.execute(
                     select(jobs).where(
@@ -157,11 +162,26 @@ class JobQueue:
             ).scalar_one_or_none()
 
     def claim(self, worker: str) -> Job | None:
-        """Atomically take the oldest PENDING job (or None)."""
+        """Atomically take the oldest PENDING job (or None).
+
+        A document's job waits while another job of the same document is PROCESSING: two
+        versions of one document built at once could commit in the wrong order (the older
+        content last)."""
         now = time.time()
+        running = jobs.alias("running")
+        busy = (
+            select(running.c.job_id)
+            .where(
+                and_(
+                    running.c.doc_id == jobs.c.doc_id,
+                    running.c.status == JobStatus.PROCESSING.value,
+                )
+            )
+            .exists()
+        )
         oldest = (
             select(jobs.c.job_id)
-            .where(jobs.c.status == JobStatus.PENDING.value)
+            .where(and_(jobs.c.status == JobStatus.PENDING.value, ~busy))
             .order_by(jobs.c.job_id)
             .limit(1)
             .with_for_update(skip_locked=True)

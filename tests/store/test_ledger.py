@@ -481,11 +481,29 @@ def _race_enqueue(url: str, doc_id: str, n_workers: int) -> list[int]:
     return ids
 
 
-def test_concurrent_enqueues_of_one_document_coalesce(pg_url: str) -> None:
-    """PostgreSQL: enqueues racing for one document leave one pending job, not one each."""
-    for round_ in range(3):
-        ids = _race_enqueue(pg_url, f"same-{round_}", 4)
+def test_concurrent_enqueues_of_one_document_coalesce(ledger: Ledger, ledger_url: str) -> None:
+    """Enqueues racing for one document leave one pending job, not one each, and none fails
+    (SQLite: a reader can't become the writer once another enqueue committed)."""
+    for round_ in range(5):
+        ids = _race_enqueue(ledger_url, f"same-{round_}", 4)
         assert len(ids) == 4 and len(set(ids)) == 1
+
+
+def test_a_documents_next_job_waits_while_one_is_processing(ledger: Ledger) -> None:
+    """Two versions of one document are never built at once (they could commit out of order)."""
+    queue = JobQueue(ledger)
+    first = enqueue(queue, "a")
+    job = queue.claim("w1")
+    assert job is not None and job.job_id == first
+    second = enqueue(queue, "a")  # new content while the first job runs: a new pending job
+    other = enqueue(queue, "b")
+    assert second != first
+    job = queue.claim("w2")
+    assert job is not None and job.job_id == other  # "a" is busy: its newer job waits
+    assert queue.claim("w3") is None
+    queue.finish(first, JobStatus.SUCCESS)
+    job = queue.claim("w3")
+    assert job is not None and job.job_id == second
 
 
 # ----- API keys ----------------------------------------------------------------------------
