@@ -5,7 +5,8 @@ add or query carries text without embeddings, so no text is ever handed to it fo
 
 Two backends behind one class: a local ``chromadb.PersistentClient`` in the knowledge-base directory,
 or a Chroma server (``chroma run --path DIR --host H --port P``) named by ``RAG_CHROMA_URL``. With a
-server only the vectors are remote; the SQLite ledger (the source of truth) stays in the KB directory.
+server only the vectors are remote; the ledger (the source of truth: SQLite in the KB directory, or
+PostgreSQL with ``RAG_DATABASE_URL``) is not affected.
 """
 
 from __future__ import annotations
