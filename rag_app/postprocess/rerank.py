@@ -215,7 +215,7 @@ class CrossEncoderReranker(BaseNodePostprocessor):
         except Exception as exc:
             raise RuntimeError(
                 f"could not load cross-encoder '{self.model_path}' ({exc}); set "
-                "RAG_RERANK_MODEL=hf:<local cross-encoder folder> or RAG_RERANK_MODEL=lexical"
+                "RAG_RERANK=hf:<local cross-encoder folder> or RAG_RERANK=lexical"
             ) from exc
 
     @classmethod
