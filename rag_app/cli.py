@@ -364,6 +364,67 @@ def doctor(
             out.print(f"{key:>20}: {value}")
 
 
+@app.command()
+def migrate(
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            help="Target database URL, e.g. postgresql+psycopg://user:pw@host/db (must be empty).",
+        ),
+    ],
+    kb: KbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy the KB's ledger (documents, active chunks, keyword index, API keys, job queue) to
+    another database, e.g. from the KB directory's SQLite file to PostgreSQL.
+
+    Vectors stay where they are (same chunk ids). Afterwards run everything with
+    RAG_DATABASE_URL=<target> and the same --kb / RAG_CHROMA_URL. The source is only read; the
+    copy is one transaction on the target, which must hold no documents.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from rag_app.store.ledger import Ledger
+    from rag_app.store.migrate import MigrationError, copy_ledger
+
+    settings = _settings(kb)
+    source_url = settings.ledger_url()
+    if source_url.startswith("sqlite:///") and not Path(source_url[len("sqlite:///") :]).exists():
+        err.print(f"[red]error:[/red] no ledger at {source_url}: is --kb the KB directory?")
+        raise typer.Exit(2)
+    try:
+        source, target = Ledger(source_url), Ledger(to)
+    except (SQLAlchemyError, ValueError, ImportError) as exc:
+        err.print(f"[red]error:[/red] can't open the database: {str(exc).splitlines()[0]}")
+        raise typer.Exit(2) from exc
+    try:
+        with err.status("copying the ledger …"):
+            counts = copy_ledger(source, target)
+    except (MigrationError, SQLAlchemyError) as exc:
+        err.print(f"[red]error:[/red] {str(exc).splitlines()[0]}")
+        raise typer.Exit(1) from exc
+    finally:
+        source.close()
+        target.close()
+    if as_json:
+        _emit_json({"source": _redact(source_url), "target": _redact(to), "rows": counts})
+        return
+    for name, n in counts.items():
+        out.print(f"{name:>10}: {n}")
+    out.print(f"done: run with RAG_DATABASE_URL={_redact(to)} (vectors unchanged)")
+
+
+def _redact(url: str) -> str:
+    """The URL without its password."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return url
+
+
 keys_app = typer.Typer(
     help="API keys of the service: each key has a tenant and a role (reader | editor).",
     no_args_is_help=True,
