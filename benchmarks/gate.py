@@ -55,7 +55,8 @@ SAMPLE_QA = ROOT / "data" / "eval" / "sample_qa.jsonl"
 SAMPLE_KB = ROOT / "data" / "knowledge"
 
 # The grid the defaults were chosen from (see ``sweep``): stage 1 the quorum rules and the two
-# coverage thresholds, stage 2 the answer-type window, the fuzzy credit and the subject check.
+# coverage thresholds, stage 2 the answer-type window, the fuzzy credit and the subject check,
+# stage 3 the value checks.
 SWEEP: dict[str, list[Any]] = {
     "entity_quorum": [0.5, 1.0],
     "compare_quorum": [0.5, 1.0],
@@ -67,6 +68,16 @@ SWEEP_STAGE2: dict[str, list[Any]] = {
     "type_window": [20, 30],
     "window_credit": [0.6, 0.75],
     "min_subject_coverage": [0.0, 0.3],
+}
+# stage 3: where the asked value must be (the head's sentence/clause), what kind of value, and
+# when "A和B的X分别是多少" needs it for both
+SWEEP_STAGE3: dict[str, list[Any]] = {
+    "number_scope": ["window", "sentence"],
+    "valued_entity_quorum": [0.5, 1.0],
+    "unknown_values": [False, True],
+    "skip_case_numbers": [False, True],
+    "spot_min_weight": [0.0, 0.6],
+    "value_kinds": [[], ["money"]],
 }
 
 
@@ -281,7 +292,7 @@ def sweep(
     data: dict[str, Any],
     sample: tuple[KnowledgeBase, list[QAItem], dict[str, Any]],
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Two-stage grid search on the calibration half (and the sample KB, our own data).
+    """Three-stage grid search on the calibration half (and the sample KB, our own data).
 
     Feasible: at most 5 % of the calibration half's answerable questions refused, and the sample
     KB (our own data) all right: every unanswerable question refused, no answerable one. Among
@@ -292,7 +303,7 @@ def sweep(
     skb, sitems, sdata = sample
     log: list[dict[str, Any]] = []
     chosen: dict[str, Any] = {}
-    for grid in (SWEEP, SWEEP_STAGE2):
+    for grid in (SWEEP, SWEEP_STAGE2, SWEEP_STAGE3):
         best: tuple[Any, ...] | None = None
         best_settings = chosen
         keys = list(grid)
@@ -465,7 +476,9 @@ def main() -> None:
                 **retqa,
             },
             "latency": latency,
-            "sweep": {"grid": [SWEEP, SWEEP_STAGE2], "runs": sweep_log} if sweep_log else None,
+            "sweep": {"grid": [SWEEP, SWEEP_STAGE2, SWEEP_STAGE3], "runs": sweep_log}
+            if sweep_log
+            else None,
         },
     )
     print(f"\nwrote {out}")

@@ -17,9 +17,13 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          abbreviations); a comparison ("A和B谁更早") needs every entity, "A和B分别…"
                          half of them;
 ``answer_type_missing``  the passages with the attribute hold no value of the type asked near it: a
-                         number (not a date) for 多少/几/多久/更高/how many, a date for
-                         何时/哪一年/…时间/更早/when; an entity whose documents name the attribute
-                         without a value is the classic near miss ("提高了员工满意度");
+                         number (not a date) for 多少/几/多久/更高/更显著/how many, in the sentence of
+                         the asked noun, an amount of money for 金额/收入/资产; a date for
+                         何时/哪一年/…时间/更早/when (not a case number's year; a judgment's own
+                         date where it signs off); a sentence calling the value unknown (未知,
+                         未披露) gives none; an entity whose documents name the attribute without a
+                         value is the classic near miss ("提高了员工满意度"). "A和B的X分别是多少"
+                         needs the value for each entity whose (prose) documents were all read;
 ``low_coverage``         the best document covers too little of the question's content.
 
 Table chunks (a GFM header line and its ``|---|`` separator) are read by their columns: the asked
@@ -157,7 +161,7 @@ _ORG_CORE = re.compile(rf"(?:{_ORG_SUFFIX})$")
 # ("比较", "根据") and dates ("2021年", "2022年5月", "2019年度") -- the date is its own entity
 _LEAD = re.compile(
     r"^(?:请问|请|问|那么|麻烦|能否|可否|能不能|告诉我|我想知道|想知道|想了解|了解|确认|确定|说明|描述|"
-    r"告知|提供|给出|介绍|"
+    r"告知|提供|给出|介绍|阐述|一下|"
     r"列出|查询|查一下|帮我|分别|比较|对比|根据|按照|依据|关于|如果|位于|"
     r"\d{4}\s*年度?(?:\d{1,2}\s*月份?)?(?:\d{1,2}\s*[日号])?|\d{1,2}\s*月份?(?:\d{1,2}\s*[日号])?|\d+)+"
 )
@@ -267,6 +271,45 @@ _NUMBER_HEAD = re.compile(
     r"[率额量数价费])$"
 )
 _DURATION_BEFORE = re.compile(r"多长|多久|多少")
+_DISTRIBUTIVE_END = re.compile(r"(?:分别|各自|各|都|均|也|还|又|具体)+$")
+# the kind of value a number/date question asks for, by its head noun or question word:
+# "负债比率" a ratio, "收购金额" an amount of money, "多少人" a count, "判决日期"/"哪一天" a day
+_RATIO_HEAD = re.compile(r"(?:率|比例|占比|百分比|比重)$")
+_MONEY_HEAD = re.compile(
+    r"(?:金额|数额|总额|费用|价格|价钱|售价|单价|总价|收入|营收|利润|成本|资产|负债|资金|薪酬|工资|"
+    r"罚款|罚金|赔偿金?|款项|投资额|市值|股本)$"
+)
+_DAY_QW = re.compile(r"哪一天|哪天|几号|几月份?|哪个月|哪一月|哪月|哪一日")
+_DAY_HEAD = re.compile(r"(?:日期|月份|哪天)$")
+_VALUE_KIND: dict[str, re.Pattern[str]] = {
+    "ratio": re.compile(r"\d\s*[%％‰]|百分之|个百分点|\d+(?:\.\d+)?\s*[:：]\s*\d|(?<![\d.])0\.\d+"),
+    "money": re.compile(
+        rf"[¥￥$]\s*\d|\d[\d.,]*\s*(?:[万亿千百]|万亿)?\s*(?:元|美元|港元|欧元|英镑|日元|块)|"
+        rf"\d[\d.,]*\s*[万亿]|[{_CN_NUM}]+\s*(?:[万亿千百]|万亿)?\s*(?:元|美元|港元)|人民币\s*\d"
+    ),
+    "count": re.compile(
+        rf"(?:\d+|[{_CN_NUM}]+)\s*(?:多|余)?\s*(?:[{_MEASURE}例口]|倍)|(?<![\d.])\d+(?![\d.]|\s*[年月日号岁%％元万亿])"
+    ),
+    "day": re.compile(
+        r"\d{1,2}\s*月|\d{4}[-/.]\d{1,2}|[一二三四五六七八九十]{1,3}月|\d{1,2}\s*[日号]|"
+        r"\b(?:january|february|march|april|may|june|july|august|september|october|november|"
+        r"december)\b|周[一二三四五六日末]|星期[一二三四五六日天]"
+    ),
+}
+
+
+def _value_kind(qtype: str, qword: str, raw_head: str, unit: str) -> str:
+    """What a number or date answer must look like, beyond being a number or a date."""
+    raw_head = re.sub(r"(?<=..)时候$", "", raw_head)  # "判决日期是什么时候"
+    if qtype == "number":
+        if _RATIO_HEAD.search(raw_head):
+            return "ratio"
+        if _MONEY_HEAD.search(raw_head):
+            return "money"
+        return "count" if unit else ""
+    if qtype == "date" and (_DAY_QW.fullmatch(qword) or _DAY_HEAD.search(raw_head)):
+        return "day"
+    return ""
 
 
 # ----- weights and caches ------------------------------------------------------------------------
@@ -381,6 +424,8 @@ class SubQuestion:
     subject: list[str] = field(default_factory=list)  # "X的Y是什么": the X part, beyond entities
     phrase: str = ""  # the asked noun phrase as written ("房屋成交均价"), for table column names
     unit: str = ""  # the measure word of "多少套", "几家": a column "…套数" counts it
+    value: str = ""  # what kind of number/date: ratio | money | count | day (see _value_kind)
+    document_date: bool = False  # "根据…的判决书，判决日期": the document's own date
 
     @property
     def head_has_noun(self) -> bool:
@@ -469,6 +514,8 @@ def _name_like(name: str) -> int:
     "乐府花园")."""
     if len(name) < 2 or _QW_ZH.search(name) or re.search(r"[这那该哪某]", name):
         return 0
+    if re.match(r"(?:在|于|从|自|对|向|将|把)", name) or re.search(r"\d\s*年|了|过", name):
+        return 0  # "分别在2019年和2021年进行了大规模融资": times and verb phrases, not names
     if name in GENERIC or name in _FILLER or re.search(r"(?:方面|中|上|里|内|时|后|前|间)$", name):
         return 0
     if re.search(r"[率度额量费价数]$", name):
@@ -697,22 +744,36 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         for t in scene:
             pos[t] = pos.get(t, 1.0) * CONTEXT_WEIGHT
         attribute = list(dict.fromkeys(scene + attribute + head))
-        raw_head = (head_before + head_after).strip()
+        # "出院时间分别是什么": the distributive adverb is not part of the asked noun
+        raw_head = _DISTRIBUTIVE_END.sub("", head_before.strip()) + head_after.strip()
+        raw_head = _DISTRIBUTIVE_END.sub("", raw_head.rstrip("的"))
         if (
             qtype in ("what", "list", "how", "yesno")
             and _DATE_HEAD.search(raw_head)
             and not _DURATION_BEFORE.search(clause)
         ):
             qtype = "date"
-        elif qtype in ("what", "how") and _NUMBER_HEAD.search(raw_head.rstrip("的")):
+        elif qtype in ("what", "how") and _NUMBER_HEAD.search(raw_head):
             qtype = "number"
-        more = re.search(r"(?:更|较|最)([高低大小多少长短早晚快慢重轻远近])", clause)
+        more = re.search(r"(?:更|较|最)(显著|明显|[高低大小多少长短早晚快慢重轻远近])", clause)
         if more and qtype in ("what", "person", "list"):
-            # "哪家公司的排放量更高" compares quantities; "谁更早" compares dates
-            qtype = "date" if more.group(1) in "早晚" else "number"
+            # "哪家公司的排放量更高", "哪家的效率提升更显著" compare quantities; "谁更早" dates
+            qtype = "date" if more.group(1) in ("早", "晚") else "number"
         if not head and attribute and qtype != "yesno":
             head = attribute[-1:]
         subject = [t for t in _possessor(predicate, pos) if t not in head]
+        # "罗某案件的判决日期", "施某的印刷厂…" no: a class noun written right after a name
+        # ("X案件", "X一案") names the entity, it is not asked
+        named = [
+            t
+            for t in subject
+            if any(
+                re.search(re.escape(e.text) + r"(?:一)?" + re.escape(t) + "的", q) for e in names
+            )
+        ]
+        if named:
+            subject = [t for t in subject if t not in named]
+            attribute = [t for t in attribute if t not in named]
         if subs and not any(pos.get(t, 1.0) >= 1.0 for t in head):
             # "…按多少给付？最多赔几次？": a follow-up without a subject asks about the same thing
             prev = subs[-1]
@@ -726,8 +787,9 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         phrase = f"{phrase} {head_after}".strip()
         m_unit = re.match(rf"\s*([{_MEASURE}])", m.group(0)[1:] if m.group(0)[0] == "几" else after)
         unit = m_unit.group(1) if m_unit and qtype == "number" else ""
+        value = _value_kind(qtype, m.group(0), raw_head, unit)
         subs.append(
-            SubQuestion(clause, qtype, head, attribute, pos, subject, _squash(phrase), unit)
+            SubQuestion(clause, qtype, head, attribute, pos, subject, _squash(phrase), unit, value)
         )
     if not subs and body.strip():
         pos = {}
@@ -804,6 +866,11 @@ def analyze_question(question: str) -> QuestionAnalysis:
     compare = len(main) >= 2
     m_scope = _SCOPE.match(q)
     doc_type = m_scope.group("doctype") if m_scope else ""
+    for sub in subs:
+        # "根据…的判决书，判决日期是…": the date of the document itself, written where it signs off
+        sub.document_date = bool(
+            doc_type and sub.answer_type == "date" and any(t in doc_type for t in sub.head)
+        )
     doc_type = _CHECKED_DOC_TYPES.get(doc_type, "")
     comparative = compare and _COMPARISON.search(q) is not None
     return QuestionAnalysis(q, "zh", entities, subs, compare, doc_type, comparative)
@@ -937,6 +1004,7 @@ class Passage:
         "header",
         "index",
         "key",
+        "lines",
         "node",
         "stems",
         "text",
@@ -946,6 +1014,8 @@ class Passage:
     def __init__(self, node: NodeWithScore | None, text: str, doc_id: str, index: int) -> None:
         self.node = node
         self.text = _squash(text)
+        # the same text with its line breaks (sentence and field boundaries for the value check)
+        self.lines = re.sub(r"\n+", "\n", re.sub(r"[^\S\n]+", "", _nfkc(text))).lower().strip()
         # a table chunk: its column names (identifier columns "…名称" left out) and cells, and
         # the text above the table with the column names (where fuzzy matches count)
         columns = _table_columns(text)
@@ -1038,6 +1108,47 @@ def _column_match(sub: SubQuestion, passage: Passage) -> float:
     return best
 
 
+# the year of a case or file number ("(2023)蘋刑初字第1号", "2023年刑初第001号", "〔2023〕23号") is
+# no date of an event
+_CASE_NUMBER = re.compile(
+    r"[(（〔\[【]\s*(?:19|20)\d{2}\s*年?\s*[)）〕\]】]|"
+    r"(?:19|20)\d{2}\s*[年\-]?\s*[\u4e00-\u9fff]{0,2}?[刑民行执][初终字再]"
+)
+# a document's own date where it signs off: a full date closing a line ("此致XX人民法院\n2023年9月1日",
+# "二〇二三年九月十五日"), after at most a short name
+_SIGN_OFF = re.compile(
+    r"(?:^|\n)(?:[^\n,，。;；:：]{0,30}?|[*_#]*(?:日期|落款|签发日期)[*_]*[:：])[*_]*"
+    r"(?:\d{4}年\d{1,2}月\d{1,2}日|[〇零一二三四五六七八九]{4}年[一二三四五六七八九十]{1,3}月"
+    r"[一二三四五六七八九十]{1,3}日)[*_]*(?:[(（][^\n]*)?(?:\n|$)"
+)
+_UNKNOWN = re.compile(
+    r"未知|不详|不明确|未披露|未公开|未公布|未提供|未记录|暂无|尚无|无法确定|尚不清楚|待定"
+)
+_SENTENCE_SEPS = "。！？!?；;\n"
+_CLAUSE_SEPS = _SENTENCE_SEPS + ",，"
+
+
+def _scope_bounds(text: str, start: int, end: int, scope: str) -> tuple[int, int]:
+    """The sentence or comma clause of ``text`` around ``text[start:end]``.
+
+    A label line ("出院记录：", "## 入院时间") takes in the next line, where its value is;
+    ``clause2`` takes in the clause after the head's too ("于3月2日入院，住院14天").
+    """
+    seps = _SENTENCE_SEPS if scope == "sentence" else _CLAUSE_SEPS
+    lo = max(text.rfind(c, 0, start) for c in seps) + 1
+
+    def next_sep(i: int) -> int:
+        found = [j for c in seps if (j := text.find(c, i)) >= 0]
+        return min(found, default=len(text))
+
+    hi = next_sep(end)
+    if hi < len(text) and text[hi] == "\n" and not text[end:hi].strip(":：*#-_ "):
+        hi = next_sep(hi + 1)
+    if scope == "clause2" and hi < len(text) and text[hi] in ",，":
+        hi = next_sep(hi + 1)
+    return lo, hi
+
+
 def _date_forms(text: str) -> list[str]:
     m = _DATE_Q.fullmatch(text)
     if m is None:
@@ -1099,6 +1210,12 @@ class EvidenceGate(BaseNodePostprocessor):
     compare_quorum: float = Field(
         1.0, ge=0, le=1, description='Same for a comparison ("A和B谁更早"): both values needed.'
     )
+    valued_entity_quorum: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description='Same for "A和B的X分别是多少/什么时候" (a number or a date of each).',
+    )
     typed_quorum: float = Field(
         1.0, ge=0, le=1, description="Share of the entities with the attribute that need a value."
     )
@@ -1123,6 +1240,31 @@ class EvidenceGate(BaseNodePostprocessor):
     )
     type_window: int = Field(
         30, ge=0, description="A number/date must lie within this many chars of the head term."
+    )
+    number_scope: str = Field(
+        "sentence",
+        pattern="^(?:window|sentence|clause|clause2)$",
+        description="A number must also lie in the head's sentence / comma clause (clause2: or "
+        "the next clause); window: anywhere within type_window.",
+    )
+    date_scope: str = Field(
+        "window",
+        pattern="^(?:window|sentence|clause|clause2)$",
+        description="Same for a date.",
+    )
+    value_kinds: list[str] = Field(
+        default_factory=lambda: ["money"],
+        description="Kinds of value checked where the question asks one: ratio, money, count, "
+        "day (see _value_kind).",
+    )
+    spot_min_weight: float = Field(
+        0.6, ge=0, le=1, description="Head words a number is looked for near: this POS weight up."
+    )
+    skip_case_numbers: bool = Field(
+        True, description='The year of a case number ("(2023)刑初字第1号") is no date asked for.'
+    )
+    unknown_values: bool = Field(
+        True, description='A sentence that calls the value unknown ("未知", "不详") gives none.'
     )
     window_credit: float = Field(
         0.75, ge=0, le=1, description="Credit for a term whose chars occur in order nearby."
@@ -1231,24 +1373,30 @@ class EvidenceGate(BaseNodePostprocessor):
         if not tokens:
             return []
         try:
-            hits = self._ledger.keyword_search(
-                tokens, tenant=tenant, doc_ids=doc_ids, limit=limit or self.lookup_limit
+            # unscoped: FTS5 ranks alone, only the best rows are joined (same hits, ~3x faster
+            # at 100k chunks); scoped to a few documents the SQL filter is the cheaper one
+            search = (
+                self._ledger.keyword_search_ranked
+                if doc_ids is None
+                else self._ledger.keyword_search
             )
-        except NotImplementedError:  # keyword search needs the SQLite ledger
+            hits = search(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit or self.lookup_limit)
+        except NotImplementedError:  # keyword search needs a SQLite or PostgreSQL ledger
             return []
         chunks = self._ledger.active_chunks_by_id([c for c, _ in hits], tenant=tenant)
         return [self._passage(chunks[c], tenant) for c, _ in hits if c in chunks]
 
     def _scan(
         self, doc_ids: Sequence[str], tenant: str, versions: dict[str, int | None]
-    ) -> list[Passage]:
-        """Every active chunk of the given (in-scope) documents, within the scan budget.
+    ) -> tuple[list[Passage], bool]:
+        """Every active chunk of the given (in-scope) documents, within the scan budget, and
+        whether that was all of them.
 
         Cached per (ledger, document, version) like the opening chunks.
         """
         out: list[Passage] = []
         if self._ledger is None:
-            return out
+            return out, False
         for doc_id in self._allowed(doc_ids):
             version = versions.get(doc_id)
             key = (self._ledger.url, doc_id, version)
@@ -1261,9 +1409,9 @@ class EvidenceGate(BaseNodePostprocessor):
                     while len(_DOCS) > _DOCS_MAX:
                         _DOCS.pop(next(iter(_DOCS)))
             if len(out) + len(doc) > self.lookup_scan_chunks:
-                break
+                return out, False
             out += doc
-        return out
+        return out, True
 
     # ----- decision ----------------------------------------------------------------------------
     def _passes(
@@ -1402,7 +1550,7 @@ class EvidenceGate(BaseNodePostprocessor):
                     ]
                     if docs and not any(kind in p.text for p in seen):
                         scanned_docs = (
-                            self._scan(sorted(docs), tenant, versions) if use_lookup else []
+                            self._scan(sorted(docs), tenant, versions)[0] if use_lookup else []
                         )
                         if not any(kind in p.text for p in scanned_docs):
                             details["missing_document_type"] = kind
@@ -1414,7 +1562,8 @@ class EvidenceGate(BaseNodePostprocessor):
         # 3. + 4. per entity and sub-question: one passage with the head, the predicate and a value
         # of the asked type
         checks = []
-        scanned: dict[str, list[Passage]] = {}
+        scanned: dict[str, tuple[list[Passage], bool]] = {}
+        searched: dict[str, bool] = {}  # entity → all of its (prose) documents were read
         anchors = [e for e in analysis.entities if not e.scope and e.kind != "year"]
         for name, docs in groups:
             group = [p for p in pool if p.doc_id in docs]
@@ -1429,7 +1578,12 @@ class EvidenceGate(BaseNodePostprocessor):
                         key = "|".join(sorted(docs))
                         if key not in scanned:
                             scanned[key] = self._scan(sorted(docs), tenant, versions)
-                        r, p = self._best(sub, scanned[key], weights, anchors)
+                        r, p = self._best(sub, scanned[key][0], weights, anchors)
+                        # conclusive when every chunk was read and none is a table (whose rows
+                        # the gate matches to the entity and its qualifiers only loosely)
+                        searched[name] = scanned[key][1] and not any(
+                            p.columns for p in scanned[key][0]
+                        )
                     if r[1] and p is not None:
                         best, source = r, "lookup"
                         supplements.setdefault(p.key, p)
@@ -1453,6 +1607,15 @@ class EvidenceGate(BaseNodePostprocessor):
         need = max(1, math.ceil(quorum * len(names) - 1e-9))
         if len(present) < need:
             return GateDecision(True, "attribute_missing", details)
+        if not analysis.comparative and all(
+            s.answer_type in ("date", "number") for s in analysis.subquestions
+        ):
+            # "A和B的入院日期分别是什么时候": a date or a number is asked of each of them; an entity
+            # counts as lacking it only when all of its documents were read, and are prose
+            lacking = [n for n in names if n not in present and searched.get(str(n), False)]
+            need_all = math.ceil(self.valued_entity_quorum * len(names) - 1e-9)
+            if len(names) - len(lacking) < need_all:
+                return GateDecision(True, "attribute_missing", details)
         # an entity whose documents name the attribute but give no value of the asked type is the
         # classic near miss ("提高了员工满意度" for "员工满意度是多少")
         need_typed = max(need, math.ceil(self.typed_quorum * len(present) - 1e-9))
@@ -1483,19 +1646,56 @@ class EvidenceGate(BaseNodePostprocessor):
         return GateDecision(False, None, details, extra)
 
     def _typed(self, sub: SubQuestion, passage: Passage) -> bool:
-        """A value of the asked type near the head term (anywhere in a table passage)."""
+        """A value of the asked type near the head term (anywhere in a table passage).
+
+        With ``number_scope``/``date_scope`` "sentence"/"clause" the value must also lie in the head's sentence
+        (or comma clause; a label line "出院记录：" takes in the next line); with ``value_kinds``
+        it must be of the asked kind (:func:`_value_kind`: a percentage for "…率", an amount
+        of money, a count in the asked measure word, a month or day for "…日期").
+        """
+        mask: re.Pattern[str] | None = None
         if sub.answer_type == "number":
-            pattern = _NUMBER_VALUE
+            pattern, scope = _NUMBER_VALUE, self.number_scope
         elif sub.answer_type == "date":
             pattern = _DATE_VALUE
+            scope = "window" if sub.document_date else self.date_scope
+            if self.skip_case_numbers:
+                mask = _CASE_NUMBER
         else:
             return True
-        text = passage.text
-        spots = [m.start() for t in sub.head if len(t) > 1 for m in re.finditer(re.escape(t), text)]
+        kind = _VALUE_KIND.get(sub.value) if sub.value in self.value_kinds else None
+        text = passage.lines
+        if mask is not None:
+            text = mask.sub(lambda m: "#" * len(m.group(0)), text)  # same length: same offsets
+        if sub.document_date and _SIGN_OFF.search(text):
+            return True  # "判决日期" of a 判决书: the date it is signed
+        # a quantity sits by the asked noun, not by a scene-setting word ("比较…资产重组…，哪家的
+        # 效率提升更显著": 效率, not 公司); a date by its event, often a verb ("何时开始实施")
+        floor = self.spot_min_weight if sub.answer_type == "number" else 0.0
+        asked = [t for t in sub.head if len(t) > 1 and sub.pos.get(t, 1.0) >= floor]
+        spots = [
+            (m.start(), m.end())
+            for t in asked or [t for t in sub.head if len(t) > 1]
+            for m in re.finditer(re.escape(t), text)
+        ]
         if not spots or self.type_window <= 0 or "|" in text:
-            return pattern.search(passage.text_spaced) is not None
+            whole = passage.text_spaced
+            return pattern.search(mask.sub("#", whole) if mask is not None else whole) is not None
         w = self.type_window
-        return any(pattern.search(text[max(0, i - w) : i + w]) for i in spots)
+        for start, end in spots:
+            lo, hi = max(0, start - w), start + w
+            if scope != "window":
+                a, b = _scope_bounds(text, start, end, scope)
+                lo, hi = max(lo, a), min(max(hi, end), b)
+            span = text[lo:hi]
+            if not pattern.search(span) or (kind is not None and not kind.search(span)):
+                continue
+            if self.unknown_values:
+                a, b = _scope_bounds(text, start, end, "sentence")
+                if _UNKNOWN.search(text[a:b]):
+                    continue  # "员工满意度从85%提高到了未知数值": the value asked is not given
+            return True
+        return False
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

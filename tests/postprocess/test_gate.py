@@ -440,3 +440,114 @@ def test_table_entities() -> None:
     assert not analyze_question("在各自的合规与监管更新中分别做了哪些调整？").entities
     assert not analyze_question("公司的产品质量和服务水平分别如何？").entities
     assert not [e for e in analyze_question("保利燕璟和颂小区所属地块的成交总价是多少？").entities]
+
+
+# ----- where the value must be, and what kind of value ------------------------------------------
+@pytest.mark.parametrize(
+    ("question", "near_miss", "twin"),
+    [
+        # a number in the next sentence is no head count: it counts something else
+        (
+            "蓝鲸物流有限公司的员工人数是多少？",
+            "蓝鲸物流有限公司重视员工关怀。2023年共组织了12次团建活动。",
+            "蓝鲸物流有限公司现有员工850人。2023年共组织了12次团建活动。",
+        ),
+        # a sentence that calls the value unknown does not give it
+        (
+            "蓝鲸物流有限公司的员工满意度是多少？",
+            "蓝鲸物流有限公司的员工满意度较上年的85%有所提升，最新数值未披露。",
+            "蓝鲸物流有限公司的员工满意度为90%，较上年的85%有所提升。",
+        ),
+        # an amount of money, not a share
+        (
+            "星河数据科技有限公司的收购金额是多少？",
+            "星河数据科技有限公司于2023年3月完成收购，取得目标公司60%的股权。",
+            "星河数据科技有限公司于2023年3月完成收购，收购金额为3.2亿元。",
+        ),
+    ],
+)
+def test_the_value_must_be_in_the_head_sentence_and_of_the_asked_kind(
+    question: str, near_miss: str, twin: str
+) -> None:
+    refused = decide(question, near_miss)
+    assert refused.refused and refused.reason == "answer_type_missing", refused.details
+    passed = decide(question, twin)
+    assert not passed.refused, passed.details
+    # the old rule (any number within the window) took the near miss
+    assert not decide(
+        question, near_miss, number_scope="window", unknown_values=False, value_kinds=[]
+    ).refused
+
+
+def test_a_degree_comparison_needs_a_number_by_the_asked_noun() -> None:
+    """ "提升更显著" compares magnitudes; a number by the scene-setting 资产重组 does not count."""
+    question = (
+        "比较星河数据科技有限公司和蓝鲸物流有限公司的资产重组，哪家公司的运营效率提升更显著？"
+    )
+    first = "星河数据科技有限公司投入5000万元进行资产重组。这一举措提高了公司的运营效率。"
+    second = "蓝鲸物流有限公司投入3000万元进行资产重组。这一举措提高了公司的运营效率。"
+    assert analyze_question(question).subquestions[0].answer_type == "number"
+    refused = decide(question, first, second)
+    assert refused.refused and refused.reason == "answer_type_missing", refused.details
+    measured = second.replace("提高了公司的运营效率", "使运营效率提升了15%")
+    assert not decide(
+        question, first.replace("提高了", "使运营效率提升了8%，提高了"), measured
+    ).refused
+
+
+JUDGMENT = (
+    "# 青川市东湖区人民法院刑事判决书\n\n(2023)青东刑初字第12号\n\n"
+    "公诉机关：青川市东湖区人民检察院。被告人：王某，男，住青川市。\n\n"
+    "## 判决结果\n\n被告人王某犯盗窃罪，判处有期徒刑二年。如不服本判决，可在接到判决书的第二日起"
+    "十日内提出上诉。"
+)
+
+
+def test_a_case_number_year_is_no_judgment_date() -> None:
+    question = "根据青川市东湖区人民法院的判决书，王某的判决日期是什么时候？"
+    refused = decide(question, JUDGMENT)
+    assert refused.refused and refused.reason == "answer_type_missing", refused.details
+    assert analyze_question(question).subquestions[0].document_date
+    # the date the judgment is signed on a line of its own, far from the word 判决
+    signed = JUDGMENT + "\n\n审判长：李某\n\n二〇二三年九月十五日\n"
+    assert not decide(question, signed).refused
+    assert not decide(question, JUDGMENT, skip_case_numbers=False).refused
+
+
+def test_a_date_asked_of_each_entity_needs_both() -> None:
+    """ "A和B的入院时间分别是什么时候": one record without it is a near miss (all of it read)."""
+    docs = {
+        "rec-a": ["住院病历 姓名：王某某 性别：男", "王某某于3月2日入院，主诉胸痛三天。"],
+        "rec-b": ["住院病历 姓名：赵某某 性别：女", "赵某某主诉咳嗽咳痰一周，门诊随访。"],
+    }
+    question = "王某某和赵某某的入院时间分别是什么时候？"
+    ledger = FakeLedger(docs)
+    evidence = ledger_nodes(ledger, "rec-a:1:0", "rec-a:1:1", "rec-b:1:0", "rec-b:1:1")
+    refused = EvidenceGate(ledger=ledger).decide(question, evidence)  # type: ignore[arg-type]
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    lenient = EvidenceGate(ledger=ledger, valued_entity_quorum=0.5)  # type: ignore[arg-type]
+    assert not lenient.decide(question, evidence).refused
+    docs["rec-b"][1] = "赵某某于1月15日入院，主诉咳嗽咳痰一周。"
+    ledger = FakeLedger(docs)
+    evidence = ledger_nodes(ledger, "rec-a:1:0", "rec-a:1:1", "rec-b:1:0", "rec-b:1:1")
+    assert not EvidenceGate(ledger=ledger).decide(question, evidence).refused  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "请分别阐述星河数据科技有限公司和蓝鲸物流有限公司的主营业务。",
+        "分别描述一下星河数据科技有限公司和蓝鲸物流有限公司的主营业务。",
+    ],
+)
+def test_openers_are_not_part_of_a_name(question: str) -> None:
+    names = {e.text for e in analyze_question(question).entities}
+    assert names == {"星河数据科技有限公司", "蓝鲸物流有限公司"}
+
+
+def test_value_kinds_and_distributive_heads() -> None:
+    sub = analyze_question("郝某某和蓝某某的出院时间分别是什么？").subquestions[0]
+    assert sub.answer_type == "date"
+    assert analyze_question("哪家公司的总资产更高？").subquestions[0].value == "money"
+    assert analyze_question("王某某的兄弟姐妹有多少人？").subquestions[0].value == "count"
+    assert analyze_question("赵某某的判决日期是什么时候？").subquestions[0].value == "day"
