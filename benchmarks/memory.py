@@ -20,7 +20,8 @@ reading, chunking, keyword tokenization, Chroma, SQLite. ``--real-model-size N``
 with the real configured model (default 5; 0 skips) to show the model's constant add-on.
 
 A size whose run exceeds ``--timeout`` seconds (default 600) is stopped and reported as such.
-Writes benchmarks/results/memory.json; progress goes to stderr.
+Writes benchmarks/results/memory.json after every size (``complete`` once all are done);
+progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -293,16 +294,21 @@ def main() -> None:
         largest = max([*sizes, args.real_model_size])
         log(f"building a {largest:g} MB corpus from {SHARED} …")
         files = build_master(master, largest)
+        plan: list[tuple[float, str]] = [(mb, args.embedding) for mb in sizes]
         if args.real_model_size > 0 and args.embedding == "hash":
-            runs.append(
-                run_size(master, files, args.real_model_size, real_model, root, args.timeout)
-            )
-        for mb in sizes:
-            runs.append(run_size(master, files, mb, args.embedding, root, args.timeout))
+            plan.insert(0, (args.real_model_size, real_model))
+        for done, (mb, embedding) in enumerate(plan, start=1):
+            runs.append(run_size(master, files, mb, embedding, root, args.timeout))
+            # written after every size: a run stopped early still leaves the sizes it finished
+            write_results(args.json, runs, args.embedding, complete=done == len(plan))
+    print_results(runs, args.embedding)
+    print(f"wrote {args.json}")
 
-    ok = [r for r in runs if r["status"] == "ok" and r["embedding"] == args.embedding]
+
+def summary(runs: list[dict[str, Any]], embedding: str) -> tuple[str, float | None]:
+    ok = [r for r in runs if r["status"] == "ok" and r["embedding"] == embedding]
     per_mb = None
-    if len(ok) >= 2:
+    if len(ok) >= 2 and ok[-1]["corpus_mb"] > ok[0]["corpus_mb"]:
         a, b = ok[0], ok[-1]
         per_mb = round((b["peak_rss_mb"] - a["peak_rss_mb"]) / (b["corpus_mb"] - a["corpus_mb"]), 2)
     note = (
@@ -310,9 +316,34 @@ def main() -> None:
         "KnowledgeBase.open(embed_model=...), not the real model: the model's memory is a "
         "constant (see the real-model row at the small size) and its speed would make the "
         "large sizes take hours"
-        if args.embedding == "hash"
-        else f"memory measured with the real embedding model '{args.embedding}'"
+        if embedding == "hash"
+        else f"memory measured with the real embedding model '{embedding}'"
     )
+    return note, per_mb
+
+
+def write_results(
+    path: Path, runs: list[dict[str, Any]], embedding: str, *, complete: bool
+) -> None:
+    note, per_mb = summary(runs, embedding)
+    data = {
+        "benchmark": "memory",
+        "machine": machine(),
+        "note": note,
+        "corpus": "laws_zh + retqa_tables_zh + dragonball_zh docs, then variants with a changed "
+        "first line (new content hash, new path), first S MB of that sequence",
+        "measure": "VmHWM (peak RSS) of a fresh child process running KnowledgeBase.ingest",
+        "complete": complete,
+        "peak_rss_growth_mb_per_corpus_mb": per_mb,
+        "runs": runs,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def print_results(runs: list[dict[str, Any]], embedding: str) -> None:
+    note, per_mb = summary(runs, embedding)
+    ok = [r for r in runs if r["status"] == "ok" and r["embedding"] == embedding]
     print(note)
     print(
         f"{'size':>6} {'files':>6} {'chunks':>7} {'embedding':>10} {'peak RSS':>9} "
@@ -333,19 +364,6 @@ def main() -> None:
         print(
             f"peak RSS growth: {per_mb} MB per corpus MB ({ok[0]['corpus_mb']}→{ok[-1]['corpus_mb']} MB)"
         )
-    data = {
-        "benchmark": "memory",
-        "machine": machine(),
-        "note": note,
-        "corpus": "laws_zh + retqa_tables_zh + dragonball_zh docs, then variants with a changed "
-        "first line (new content hash, new path), first S MB of that sequence",
-        "measure": "VmHWM (peak RSS) of a fresh child process running KnowledgeBase.ingest",
-        "peak_rss_growth_mb_per_corpus_mb": per_mb,
-        "runs": runs,
-    }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(data, ensure_ascii=False, indent=2))
-    print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

