@@ -83,9 +83,10 @@ class JobQueue:
                     {"doc_id": doc_id},
                 )
             elif self.ledger.is_sqlite:
-                # a deferred SQLite transaction would read first and then fail to upgrade to
-                # a writer ("database is locked") when another enqueue committed meanwhile: take
-                # the write lock first (a no-op write), so enqueues queue on busy_timeout
+                # the SELECT below runs before pysqlite opens a transaction (it begins one at
+                # the first write), so concurrent enqueues of one document could each find no
+                # pending job and each insert one: take the write lock first (a no-op write)
+                # so that they queue on busy_timeout and coalesce
                 conn.execute(update(jobs).where(jobs.c.job_id == -1).values(status=jobs.c.status))
             row = (
                 conn.execute(
