@@ -72,6 +72,8 @@ def node_to_source(node: NodeWithScore) -> Source:
         title_path=str(m.get("title_path", "")),
         start_char=int(m["start_char"]),
         end_char=int(m["end_char"]),
+        prefix_chars=int(m.get("prefix_chars", 0)),
+        suffix_chars=int(m.get("suffix_chars", 0)),
         block_types=str(m.get("block_types", "")),
         tenant=str(m.get("tenant", "")),
     )

@@ -28,6 +28,10 @@ class Source(BaseModel):
     title_path: str = ""
     start_char: int
     end_char: int
+    prefix_chars: int = Field(
+        0, description="Leading characters repeated from earlier (a table header, a lead-in)."
+    )
+    suffix_chars: int = Field(0, description="Trailing characters repeated in the next chunk.")
     block_types: str = ""
     tenant: str = "default"
 

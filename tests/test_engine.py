@@ -271,3 +271,26 @@ class TestLLMMode:
         with self._kb(tmp_path, embed_model, stub_llm) as kb:
             answer = kb.ask("试用期不得超过几个月？")
         assert answer.refused and answer.reason == "llm_refused" and answer.answer == REFUSAL
+
+
+def test_sources_carry_the_repeated_prefix_of_their_chunk(kb, tmp_path):
+    """A piece of a long table starts with the repeated header: its source says how long it is."""
+    rows = "\n".join(f"| 城市{i:03d} | {100 + i} 元 | 备注{i} |" for i in range(120))
+    doc = tmp_path / "rates.md"
+    doc.write_text(
+        "# 住宿标准\n\n| 城市 | 标准 | 备注 |\n| --- | --- | --- |\n" + rows + "\n",
+        encoding="utf-8",
+    )
+    report = kb.ingest([doc])
+    (file,) = report.files
+    chunks = {c.chunk_id: c for c in kb.chunks(file.doc_id)}
+    assert len(chunks) > 1 and any(c.prefix_chars > 0 for c in chunks.values())
+    hits = kb.retrieve("城市110的住宿标准是多少？", top_k=3, mode="keyword")
+    piece = next(h for h in hits if chunks[h.chunk_id].prefix_chars > 0)
+    assert piece.prefix_chars == chunks[piece.chunk_id].prefix_chars
+    assert piece.suffix_chars == chunks[piece.chunk_id].suffix_chars
+    assert "| 城市 | 标准 | 备注 |" in piece.text[: piece.prefix_chars]  # the repeated header
+    answer = kb.ask("城市110的住宿标准是多少？")
+    assert answer.sources
+    # a (possibly merged) source starts with its first chunk: that chunk's repeated prefix
+    assert all(s.prefix_chars == chunks[s.chunk_id].prefix_chars for s in answer.sources)

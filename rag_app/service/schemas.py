@@ -95,6 +95,8 @@ class SourceOut(BaseModel):
     title_path: str = ""
     start_char: int
     end_char: int
+    prefix_chars: int = 0
+    suffix_chars: int = 0
     block_types: str = ""
 
     @classmethod

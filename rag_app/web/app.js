@@ -773,7 +773,9 @@
     row("字符区间", s.start_char + "–" + s.end_char);
     row("相关度 score", fmtScore(s.score));
     if (hasBlockType(s.block_types, "table")) row("类型", el("span", { class: "badge table", text: "表格 table" }));
-    $("cite-text").textContent = s.text || "";
+    var citeText = $("cite-text");
+    citeText.textContent = "";
+    append(citeText, chunkTextNode(s)); // repeated header / lead-in dimmed, as in the chunk viewer
     var dlg = $("citation-popup");
     if (typeof dlg.showModal === "function") {
       if (dlg.open) dlg.close();
