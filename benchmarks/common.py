@@ -85,9 +85,12 @@ def machine() -> dict[str, Any]:
     }
 
 
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    """Write a results file (its folder created), pretty-printed UTF-8 JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=2))
+    return path
+
+
 def write_result(name: str, data: dict[str, Any]) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"{name}.json"
-    data = {"benchmark": name, "machine": machine(), **data}
-    out.write_text(json.dumps(data, ensure_ascii=False, indent=2))
-    return out
+    return write_json(RESULTS / f"{name}.json", {"benchmark": name, "machine": machine(), **data})

@@ -52,7 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
-from common import CACHE, RESULTS, machine, require_shared  # noqa: E402
+from common import CACHE, RESULTS, machine, require_shared, write_json  # noqa: E402
 
 from rag_app import KnowledgeBase  # noqa: E402
 from rag_app.config import Settings  # noqa: E402
@@ -489,8 +489,7 @@ def main() -> None:
         "corpus": corpus_info,
         "runs": runs,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(data, ensure_ascii=False, indent=2))
+    write_json(args.json, data)
     print(f"wrote {args.json}")
 
 

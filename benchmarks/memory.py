@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, SHARED, machine  # noqa: E402
+from common import RESULTS, SHARED, machine, write_json  # noqa: E402
 
 DATASETS = ("laws_zh", "retqa_tables_zh", "dragonball_zh")
 MB = 1024 * 1024
@@ -337,8 +337,7 @@ def write_results(
         "peak_rss_growth_mb_per_corpus_mb": per_mb,
         "runs": runs,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, ensure_ascii=False, indent=2))
+    write_json(path, data)
 
 
 def print_results(runs: list[dict[str, Any]], embedding: str) -> None:

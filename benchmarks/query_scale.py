@@ -52,7 +52,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import CACHE, RESULTS, kb_for, load_questions, machine, require_shared  # noqa: E402
+from common import (  # noqa: E402
+    CACHE,
+    RESULTS,
+    kb_for,
+    load_questions,
+    machine,
+    require_shared,
+    write_json,
+)
 from sqlalchemy import text  # noqa: E402
 
 import rag_app  # noqa: E402
@@ -487,8 +495,7 @@ def main() -> None:
         },
         "runs": runs,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, ensure_ascii=False, indent=2))
+    write_json(out, result)
     side = CACHE / f"query_scale-answers-{args.label}.json"
     side.write_text(json.dumps(answers, ensure_ascii=False))
     print_table(args.label, sizes)

@@ -46,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx  # noqa: E402
-from common import RESULTS, ROOT, machine  # noqa: E402
+from common import RESULTS, ROOT, machine, write_json  # noqa: E402
 
 from rag_app.eval.metrics import percentile  # noqa: E402
 
@@ -481,8 +481,7 @@ def main() -> None:
         },
         "runs": runs,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(data, ensure_ascii=False, indent=2))
+    write_json(args.json, data)
     print(f"wrote {args.json}")
 
 
