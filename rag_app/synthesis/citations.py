@@ -150,6 +150,7 @@ def extract_answer(
     if not units:
         return ""
     value = answer_value_pattern(question)
+    typed: set[int] = set()  # ids of units holding a value of the asked kind
     for u in units:
         # prefer earlier (better ranked) sources a little
         u.score = coverage(u.scoring_text, weights) - 0.01 * (u.source - 1)
@@ -157,11 +158,10 @@ def extract_answer(
             # "密码多久修改一次" is answered by the item with "每90天", not by the sentence that
             # repeats the question's words without a duration
             u.score *= 1 + ANSWER_TYPE_BONUS
+            typed.add(id(u))
     ranked = sorted(units, key=lambda u: -u.score)
-    if value is not None:
-        typed = [u for u in ranked if u.score > 0 and _has_value(u, value)]
-        if typed:  # units without a value of the asked kind can't be the answer
-            ranked = typed
+    if typed:  # units without a value of the asked kind can't be the answer
+        ranked = [u for u in ranked if id(u) in typed]
     best = ranked[0].score
     chosen: list[Unit] = []
     used = 0
