@@ -453,26 +453,15 @@ class Ledger:
                     text("DELETE FROM chunk_fts WHERE doc_id = :d AND version = :v"),
                     {"d": doc_id, "v": version},
                 )
-                keyword_rows = [
-                    {"t": r["keywords"], "c": r["chunk_id"], "d": doc_id, "n": tenant, "v": version}
-                    for r in rows
-                    if r.get("keywords")
-                ]
-                if keyword_rows:
-                    conn.execute(
-                        text(
-                            "INSERT INTO chunk_fts (tokens, chunk_id, doc_id, tenant, version) "
-                            "VALUES (:t, :c, :d, :n, :v)"
-                        ),
-                        keyword_rows,
-                    )
             elif self.is_postgres:
                 conn.execute(
                     delete(chunk_keywords).where(
                         and_(chunk_keywords.c.doc_id == doc_id, chunk_keywords.c.version == version)
                     )
                 )
-                pg_rows = [
+            self.insert_keywords(
+                conn,
+                [
                     {
                         "chunk_id": r["chunk_id"],
                         "doc_id": doc_id,
@@ -482,9 +471,8 @@ class Ledger:
                     }
                     for r in rows
                     if r.get("keywords")
-                ]
-                if pg_rows:
-                    conn.execute(insert(chunk_keywords), pg_rows)
+                ],
+            )
             fault_point("ingest.in_commit")  # chunks written, version not flipped yet
             conn.execute(
                 update(documents)
@@ -787,6 +775,22 @@ class Ledger:
         """This ledger wrote keyword rows: its cached statistics are out of date."""
         self._fts_total = None
         self._pg_terms = {}
+
+    def insert_keywords(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        """Add keyword index rows (chunk_id, doc_id, tenant, version, tokens) inside the caller's
+        transaction: the FTS5 table on SQLite, ``chunk_keywords`` on PostgreSQL."""
+        if not rows:
+            return
+        if self.is_sqlite:
+            conn.execute(
+                text(
+                    "INSERT INTO chunk_fts (tokens, chunk_id, doc_id, tenant, version) "
+                    "VALUES (:tokens, :chunk_id, :doc_id, :tenant, :version)"
+                ),
+                list(rows),
+            )
+        elif self.is_postgres:
+            conn.execute(insert(chunk_keywords), list(rows))
 
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """(term -> number of indexed chunks containing it, total indexed chunks)."""

@@ -78,19 +78,6 @@ def _keyword_rows(source: Ledger, conn: Connection) -> Iterator[list[dict[str, A
     yield from _rows(conn, fts)
 
 
-def _write_keywords(target: Ledger, conn: Connection, rows: list[dict[str, Any]]) -> None:
-    if target.is_postgres:
-        conn.execute(insert(chunk_keywords), rows)
-    else:
-        conn.execute(
-            text(
-                "INSERT INTO chunk_fts (tokens, chunk_id, doc_id, tenant, version) "
-                "VALUES (:tokens, :chunk_id, :doc_id, :tenant, :version)"
-            ),
-            rows,
-        )
-
-
 def copy_ledger(
     source: Ledger,
     target: Ledger,
@@ -138,7 +125,7 @@ def copy_ledger(
                 dst.execute(insert(table), batch)
                 note(name, len(batch))
         for batch in _keyword_rows(source, src):
-            _write_keywords(target, dst, batch)
+            target.insert_keywords(dst, batch)
             note("keywords", len(batch))
         if target.is_postgres and counts.get("jobs"):
             dst.execute(
