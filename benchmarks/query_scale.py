@@ -255,6 +255,22 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
+def timed_pass(
+    call: Any, questions: list[str]
+) -> tuple[list[float], list[dict[str, float]], list[Any]]:
+    """Each question through ``call(q, top_k=5)``, timed alone: (ms, stages, results)."""
+    times: list[float] = []
+    stage_rows: list[dict[str, float]] = []
+    results: list[Any] = []
+    for q in questions:
+        with collect_stages() as stages:
+            t0 = time.perf_counter()
+            results.append(call(q, top_k=5))
+            times.append((time.perf_counter() - t0) * 1000)
+        stage_rows.append(stages)
+    return times, stage_rows, results
+
+
 def stage_table(rows: list[dict[str, float]], totals: list[float], names: tuple[str, ...]) -> dict:
     """Per stage p50/p95/mean (ms) over the calls; "other" = total - the named stages.
 
@@ -288,28 +304,13 @@ def measure(kb: KnowledgeBase, warmup: list[str], questions: list[str]) -> dict[
         kb.ask(q, top_k=5)
     gc.collect()
     load_before = os.getloadavg()
-    retrieve_ms: list[float] = []
-    retrieve_stages: list[dict[str, float]] = []
-    retrieved: list[list[str]] = []
-    for q in questions:
-        with collect_stages() as stages:
-            t0 = time.perf_counter()
-            sources = kb.retrieve(q, top_k=5)
-            retrieve_ms.append((time.perf_counter() - t0) * 1000)
-        retrieve_stages.append(stages)
-        retrieved.append([s.chunk_id for s in sources])
-    ask_ms: list[float] = []
-    ask_stages: list[dict[str, float]] = []
-    answers: list[list[Any]] = []
-    for q in questions:
-        with collect_stages() as stages:
-            t0 = time.perf_counter()
-            answer = kb.ask(q, top_k=5)
-            ask_ms.append((time.perf_counter() - t0) * 1000)
-        ask_stages.append(stages)
-        answers.append(
-            [answer.answer, answer.refused, answer.reason, [s.chunk_id for s in answer.sources]]
-        )
+    retrieve_ms, retrieve_stages, retrieved = timed_pass(kb.retrieve, questions)
+    ask_ms, ask_stages, answered = timed_pass(kb.ask, questions)
+    answers: list[list[Any]] = [
+        [answer.answer, answer.refused, answer.reason, [s.chunk_id for s in answer.sources]]
+        for answer in answered
+    ]
+    retrieved = [[s.chunk_id for s in sources] for sources in retrieved]
     return {
         "retrieve": summary(retrieve_ms),
         "ask": summary(ask_ms),
