@@ -26,7 +26,10 @@ distinct chunks.
 Questions: the laws_zh dev questions (every n-th, 3/4 of ``--queries``) and retqa_tables_zh ones
 (1/4); five other laws_zh questions warm up each KB first. Each size is measured in two passes:
 ``retrieve(top_k=5)`` over all questions, then ``ask(top_k=5)`` over all questions; every call is
-timed alone. Stages come from ``rag_app.retrieval.timing``. A digest of the retrieved chunk ids and
+timed alone. The ask pass repeats the retrieve pass's questions, so the keyword index's posting
+cache (``RAG_KEYWORD_CACHE_POSTINGS``) holds their terms by then; in the retrieve pass each term is
+read from FTS5 on first use, unless ``--prewarm`` reads the common ones first (as ``rag serve``
+does at start-up). Stages come from ``rag_app.retrieval.timing``. A digest of the retrieved chunk ids and
 of the answers lets two runs (``--label before`` / ``--label after``) prove they return the same
 thing. Results go into ``benchmarks/results/query_scale.json`` under ``runs[<label>]``; the other
 labels in the file are kept. Run it on a quiet machine (load averages are recorded).
@@ -410,6 +413,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=RESULTS / "query_scale.json")
     parser.add_argument("--build-only", action="store_true", help="build the corpora, time nothing")
     parser.add_argument(
+        "--prewarm",
+        action="store_true",
+        help="read the keyword index's common posting lists before timing, as `rag serve` does "
+        "at start-up (RAG_KEYWORD_CACHE_POSTINGS); without it the first pass reads them on use",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         help="after timing each size, profile one more (untimed) ask pass with pyinstrument "
@@ -447,7 +456,14 @@ def main() -> None:
     for size in args.sizes:
         kb = KnowledgeBase.open(scale_dir(size), embed_model=embed)
         print(f"measuring {scale_dir(size).name} ({kb.vectors.count()} chunks) …", flush=True)
+        cache: dict[str, Any] = {"max_postings": kb.ledger.postings.max_postings}
+        if args.prewarm:
+            t0 = time.perf_counter()
+            cache["prewarm_postings"] = kb.ledger.postings.prewarm()
+            cache["prewarm_s"] = round(time.perf_counter() - t0, 2)
         result = measure(kb, warmup, questions)
+        cache["cached_postings_after"] = kb.ledger.postings.cached_postings
+        result["keyword_cache"] = cache
         if args.profile:
             profile_asks(kb, questions, args.profile / f"ask-{size}-{args.label}")
         kb.close()

@@ -46,6 +46,14 @@ class Settings(BaseSettings):
     )
     keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 branch in fusion.")
     candidates: int = Field(30, ge=1, description="Candidates fetched per branch before fusion.")
+    keyword_cache_postings: int = Field(
+        8_000_000,
+        ge=0,
+        description=(
+            "SQLite ledger: rank keyword searches in memory (the scores FTS5's bm25() gives) from "
+            "cached posting lists, at most this many postings (6 bytes each; 0 = FTS5 ranks)."
+        ),
+    )
     keyword_posting_budget: int = Field(
         0,
         ge=0,

@@ -215,7 +215,9 @@ class KnowledgeBase:
         self.settings = settings
         self.path = settings.kb_dir
         self.path.mkdir(parents=True, exist_ok=True)
-        self.ledger = Ledger(settings.ledger_url())
+        self.ledger = Ledger(
+            settings.ledger_url(), keyword_cache_postings=settings.keyword_cache_postings
+        )
         try:
             self._check_embedding_matches()
             self.vectors = VectorStore(

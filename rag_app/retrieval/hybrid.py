@@ -22,6 +22,7 @@ from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.timing import stage
 from rag_app.retrieval.tokenizer import label_tokens, query_tokens
 from rag_app.store.ledger import Ledger
+from rag_app.store.postings import single_term
 from rag_app.store.vectors import VectorStore
 from rag_app.types import ChunkInfo
 
@@ -53,12 +54,6 @@ def chunk_to_node(chunk: ChunkInfo, source: str, tenant: str, extra: dict[str, A
     )
 
 
-def _single_term(token: str) -> bool:
-    """A token the keyword index stores as one term (its vocabulary knows its frequency):
-    letters/digits/CJK only, lower case. Others ("C++", "12.5", "陈 某某") are phrases."""
-    return token.isalnum() and token == token.lower()
-
-
 def keyword_query_tokens(
     tokens: list[str], freqs: dict[str, int], total: int, budget: int = 0
 ) -> list[str]:
@@ -71,17 +66,17 @@ def keyword_query_tokens(
     budget, so the cost of the OR query stays bounded however large the corpus grows: the rarest
     terms, which carry most of BM25's weight, are kept. At least one term the index knows is
     always kept.
-    Phrases (see :func:`_single_term`) are always kept.
+    Phrases (see :func:`single_term`) are always kept.
     """
     if total <= 0:
         return tokens
-    kept = [t for t in tokens if not _single_term(t) or 0 < freqs.get(t, 0) <= total / 2]
+    kept = [t for t in tokens if not single_term(t) or 0 < freqs.get(t, 0) <= total / 2]
     if not kept:  # only very common terms: the rarest of them still ranks (a tiny KB)
         present = [t for t in tokens if freqs.get(t, 0) > 0]
         return [min(present, key=lambda t: freqs[t])] if present else []
     if budget <= 0:
         return kept
-    single = sorted((t for t in kept if _single_term(t)), key=lambda t: freqs.get(t, 0))
+    single = sorted((t for t in kept if single_term(t)), key=lambda t: freqs.get(t, 0))
     dropped: set[str] = set()
     postings = sum(freqs.get(t, 0) for t in single)
     while postings > budget and len(single) - len(dropped) > 1:

@@ -55,6 +55,8 @@ def _warm_up(kb: KnowledgeBase) -> None:
     try:
         _ = kb.embed_model
         query_tokens("预热分词词典")
+        if kb.ledger.is_sqlite:  # the keyword index's most common terms, read once from FTS5
+            kb.ledger.postings.prewarm()
     except Exception:  # the first request will report the problem properly
         logger.exception("warm-up failed")
 
@@ -77,8 +79,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        # load the embedding model and jieba's dictionary in the background: the first request
-        # needn't pay for them
+        # load the embedding model, jieba's dictionary and the keyword index's common posting
+        # lists in the background: the first requests needn't pay for them
         threading.Thread(target=_warm_up, args=(kb,), daemon=True).start()
         pool.start()
         try:

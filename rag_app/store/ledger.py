@@ -45,6 +45,7 @@ from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.engine import Connection, Engine, make_url
 
 from rag_app.faults import fault_point
+from rag_app.store.postings import PostingCache
 from rag_app.types import ChunkInfo, DocStatus, DocumentInfo
 
 ERROR_MAX_CHARS = 500
@@ -260,7 +261,7 @@ def _clip_error(message: str | None) -> str | None:
 class Ledger:
     """Thin typed access to the ledger tables."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, keyword_cache_postings: int = 8_000_000) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         sa_url = make_url(url)
@@ -271,6 +272,8 @@ class Ledger:
         self._fts_total: tuple[int, float] | None = None
         # PostgreSQL: term -> (its lexemes, keyword rows holding it, when counted)
         self._pg_terms: dict[str, tuple[tuple[str, ...], int, float]] = {}
+        # SQLite: ranks keyword searches in memory, as FTS5 would (0 = FTS5 ranks every time)
+        self.postings = PostingCache(self.engine.connect, keyword_cache_postings)
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         if self.is_postgres:
@@ -880,7 +883,11 @@ class Ledger:
         )
         with self.engine.connect() as conn:
             while True:
-                ranked = conn.execute(rank_sql, {"q": query, "m": window}).all()
+                ranked = self.postings.rank(conn, tokens, window)
+                if ranked is None:  # a phrase, or the index changed meanwhile: FTS5 ranks
+                    ranked = [
+                        (r[0], r[1]) for r in conn.execute(rank_sql, {"q": query, "m": window})
+                    ]
                 if not ranked:
                     return []
                 names = {f"r{i}": r[0] for i, r in enumerate(ranked)}

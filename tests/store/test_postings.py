@@ -1,0 +1,189 @@
+"""In-memory BM25 ranking (rag_app/store/postings.py) against FTS5's own ``bm25()`` ranking.
+
+Every check compares with the same ledger's FTS5 ranking (``keyword_cache_postings=0``): the
+ids, their order and the scores must be identical, before and after the index changes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from rag_app.retrieval.tokenizer import query_tokens, tokenize
+from rag_app.store.ledger import Ledger
+
+WORDS = (
+    "合同 违约 赔偿 保险 理赔 期限 公司 股东 会议 决议 董事 监事 工资 加班 休假 密码 账户 权限 "
+    "数据 备份 服务器 网络 安全 审计 日志 合规 风险 报告 季度 年度 收入 成本 利润 资产 负债"
+).split()
+
+
+def _ledger_pair(tmp_path: Path) -> tuple[Ledger, Ledger]:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    return Ledger(url), Ledger(url, keyword_cache_postings=0)
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[Ledger, Ledger]]:
+    memory, fts = _ledger_pair(tmp_path)
+    yield memory, fts
+    memory.close()
+    fts.close()
+
+
+def _texts(rng: random.Random, n: int) -> list[str]:
+    # skewed word frequencies and lengths, repeated words (term counts > 1), some equal texts (ties)
+    out = []
+    for _ in range(n):
+        words = rng.choices(WORDS, weights=range(len(WORDS), 0, -1), k=rng.randint(3, 40))
+        out.append("，".join(words) + "。")
+    return out + out[:3]
+
+
+def _add(ledger: Ledger, doc_id: str, texts: list[str], tenant: str = "default") -> None:
+    version = ledger.begin_document(
+        doc_id=doc_id,
+        tenant=tenant,
+        source=f"/src/{doc_id}.md",
+        rel_path=f"{doc_id}.md",
+        doc_type="markdown",
+        size=1,
+    )
+    rows = [
+        {
+            "chunk_id": f"{doc_id}:{version}:{i}",
+            "chunk_index": i,
+            "text": body,
+            "title_path": "",
+            "start_char": 0,
+            "end_char": len(body),
+            "token_count": len(body),
+            "block_types": "paragraph",
+            "keywords": " ".join(tokenize(body)),
+        }
+        for i, body in enumerate(texts)
+    ]
+    ledger.commit_version(
+        doc_id=doc_id,
+        tenant=tenant,
+        version=version,
+        rows=rows,
+        content_hash=f"{doc_id}-{version}",
+        fingerprint="fp",
+        doc_type="markdown",
+        title=doc_id,
+        source=f"/src/{doc_id}.md",
+        size=1,
+    )
+
+
+QUESTIONS = [
+    "合同违约的赔偿期限",
+    "保险理赔",
+    "董事会议决议和监事",
+    "服务器数据备份与审计日志",
+    "年度收入成本利润",
+    "资产负债风险报告",
+    "密码",
+    "不存在的词语",
+]
+
+
+def _assert_same(memory: Ledger, fts: Ledger, tenant: str = "default") -> int:
+    """Both rankings equal for every question and limit; returns how many hits were compared."""
+    compared = 0
+    for question in QUESTIONS:
+        tokens = list(query_tokens(question))
+        for limit in (1, 5, 40, 500):
+            got = memory.keyword_search_ranked(tokens, tenant=tenant, limit=limit)
+            want = fts.keyword_search_ranked(tokens, tenant=tenant, limit=limit)
+            assert got == want, (question, limit)
+            compared += len(want)
+    return compared
+
+
+def test_memory_ranking_equals_fts5(pair: tuple[Ledger, Ledger]) -> None:
+    memory, fts = pair
+    rng = random.Random(7)
+    for d in range(6):
+        _add(memory, f"doc{d}", _texts(rng, 40))
+    assert _assert_same(memory, fts) > 100
+    assert memory.postings.cached_postings > 0  # the memory path did answer
+    with memory.engine.connect() as conn:  # and it answers these tokens itself
+        ranked = memory.postings.rank(conn, list(query_tokens("合同违约")), 10)
+    assert ranked is not None and len(ranked) == 10
+
+
+def test_ranking_follows_index_changes(pair: tuple[Ledger, Ledger]) -> None:
+    """New versions, deletions and rowids reused after a delete: never a stale posting."""
+    memory, fts = pair
+    rng = random.Random(11)
+    for d in range(4):
+        _add(memory, f"doc{d}", _texts(rng, 30))
+    _assert_same(memory, fts)
+    _add(memory, "doc1", _texts(rng, 25))  # re-ingest: new version, old rows deleted
+    _assert_same(memory, fts)
+    memory.delete_document("doc3")  # the highest rowids go; the next insert reuses them
+    _add(memory, "doc9", ["监事会议决议，监事，监事。"] * 5)
+    _assert_same(memory, fts)
+    top = memory.keyword_search_ranked(list(query_tokens("监事")), tenant="default", limit=1)
+    assert top and top[0][0].startswith("doc9:")
+
+
+def test_tenants_and_phrases(pair: tuple[Ledger, Ledger]) -> None:
+    memory, fts = pair
+    rng = random.Random(3)
+    _add(memory, "a", _texts(rng, 30), tenant="alpha")
+    _add(memory, "b", _texts(rng, 30), tenant="beta")
+    _assert_same(memory, fts, tenant="alpha")
+    _assert_same(memory, fts, tenant="beta")
+    with memory.engine.connect() as conn:
+        # a phrase (two FTS5 terms) or no tokens: not answered here, FTS5 ranks
+        assert memory.postings.rank(conn, ["合同", "v2-beta"], 5) is None
+        assert memory.postings.rank(conn, [], 5) is None
+    got = memory.keyword_search_ranked(["合同", "v2-beta"], tenant="alpha", limit=5)
+    assert got == fts.keyword_search_ranked(["合同", "v2-beta"], tenant="alpha", limit=5)
+
+
+def test_memory_bound_and_prewarm(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    fts = Ledger(url, keyword_cache_postings=0)
+    small = Ledger(url, keyword_cache_postings=300)
+    rng = random.Random(5)
+    for d in range(5):
+        _add(small, f"doc{d}", _texts(rng, 40))
+    _assert_same(small, fts)
+    # least recently used terms were dropped: at most the bound (or one list larger than it)
+    largest = max(
+        int(r[0]) for r in small.engine.connect().execute(text("SELECT doc FROM chunk_fts_vocab"))
+    )
+    assert small.postings.cached_postings <= max(300, largest)
+
+    warm = Ledger(url, keyword_cache_postings=10_000)
+    loaded = warm.postings.prewarm(budget=400)
+    assert 0 < loaded == warm.postings.cached_postings
+    with warm.engine.connect() as conn:
+        total = conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one()
+        common = conn.execute(
+            text("SELECT term, doc FROM chunk_fts_vocab WHERE doc <= :h ORDER BY doc DESC"),
+            {"h": total // 2},
+        ).first()
+    assert common is not None
+    state = warm.postings._state
+    assert state is not None and common[0] in state.terms  # the most common useful term
+    _assert_same(warm, fts)
+    for ledger in (fts, small, warm):
+        ledger.close()
+
+
+def test_disabled_cache_never_ranks(tmp_path: Path) -> None:
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}", keyword_cache_postings=0)
+    _add(ledger, "d", ["合同违约赔偿。"])
+    with ledger.engine.connect() as conn:
+        assert ledger.postings.rank(conn, ["合同"], 5) is None
+    assert ledger.postings.prewarm() == 0
+    ledger.close()
