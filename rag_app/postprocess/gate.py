@@ -24,6 +24,11 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          未披露) gives none; an entity whose documents name the attribute without a
                          value is the classic near miss ("提高了员工满意度"). "A和B的X分别是多少"
                          needs the value for each entity whose (prose) documents were all read;
+                         a time of day for 营业时间/开放时间/几点; a country for "去过哪些国家";
+                         for "销售哪些电子产品" a passage naming the class as more than a
+                         modifier ("电子产品出口公司" names no member); a prison term may be
+                         无期徒刑 or 死刑; the value may sit by a fuzzy mention of the head
+                         ("判刑" ~ "判处有期徒刑五年");
 ``low_coverage``         the best document covers too little of the question's content.
 
 Table chunks (a GFM header line and its ``|---|`` separator) are read by their columns: the asked
@@ -36,8 +41,14 @@ while a table that names the entity but lacks the asked column is still refused.
 keeps entity spans clean ("请问2021年X公司" → X公司 and 2021), takes names joined by 和/与 before
 "这两个小区"/"各自" as entities, and treats the numbers of a filter ("1万至2万元之间") as bounds.
 
+Some values name their attribute without its word: an occupation after the person's name
+("倪某某，女，…，某物流公司司机") answers 职业, "住X市Y街" answers 住址 (``_VALUE_CUES``, for the person
+the attribute is asked of: 钱某 in "宋某的辩护人钱某的住址").
+
 A passage belongs to an entity when it names it, or when its document names it in a retrieved
-passage or in its opening chunk (a record names its patient once, in the header). With a ledger
+passage or in its opening chunk (a record names its patient once, in the header). An entity
+looked up in "根据X法院的判决书，A的…" is taken from the documents that name X when there are
+such (the same 吕某某 may be a judge in another court's judgment). With a ledger
 the gate looks, inside the scope (tenant and documents), for what retrieval missed: the entity, or
 the chunk of the entity's document that holds the attribute; such chunks are appended to the
 evidence (``GateDecision.supplements``), so that a two-document comparison is answered from both.
@@ -290,6 +301,20 @@ _VALUE_KIND: dict[str, re.Pattern[str]] = {
     "count": re.compile(
         rf"(?:\d+|[{_CN_NUM}]+)\s*(?:多|余)?\s*(?:[{_MEASURE}例口]|倍)|(?<![\d.])\d+(?![\d.]|\s*[年月日号岁%％元万亿])"
     ),
+    # "营业时间", "几点": a time of day or opening hours, not a year or a month
+    "hours": re.compile(
+        r"\d{1,2}\s*[:：]\s*\d{2}|(?<![\d.])\d{1,2}\s*[点时](?![间期代段候])|[一二三四五六七八九十两]{1,3}点|"
+        r"上午|下午|早上|早晨|晚上|夜间|中午|凌晨|全天|24小时|二十四小时|昼夜|[ap]\.?m\b"
+    ),
+    # "去过哪些国家": a country (or going abroad), not the word 国家 ("按国家计划接种")
+    "country": re.compile(
+        r"中国|美国|英国|法国|德国|日本|韩国|朝鲜|俄罗斯|意大利|西班牙|葡萄牙|荷兰|瑞士|瑞典|挪威|丹麦|"
+        r"芬兰|比利时|奥地利|希腊|波兰|土耳其|以色列|伊朗|沙特|阿联酋|埃及|南非|加拿大|墨西哥|巴西|阿根廷|"
+        r"澳大利亚|澳洲|新西兰|印度|泰国|越南|老挝|柬埔寨|缅甸|新加坡|马来西亚|印尼|菲律宾|蒙古|"
+        r"欧洲|非洲|美洲|东南亚|中东|海外|国外|境外|出国|出境|"
+        r"\b(?:usa|uk|japan|france|germany|america|europe|abroad)\b",
+        re.I,
+    ),
     "day": re.compile(
         r"\d{1,2}\s*月|\d{4}[-/.]\d{1,2}|[一二三四五六七八九十]{1,3}月|\d{1,2}\s*[日号]|"
         r"\b(?:january|february|march|april|may|june|july|august|september|october|november|"
@@ -298,9 +323,22 @@ _VALUE_KIND: dict[str, re.Pattern[str]] = {
 }
 
 
-def _value_kind(qtype: str, qword: str, raw_head: str, unit: str) -> str:
-    """What a number or date answer must look like, beyond being a number or a date."""
+# a time of day is asked ("营业时间是什么", "几点开门"), not a date; 参加工作时间 is a date
+_HOURS_HEAD = re.compile(
+    r"(?<!参加)(?:营业|开放|办公|上班|下班|门诊|接待|探视|探望|开馆|闭馆|开园|营运|运营|就餐|用餐)"
+    r"(?:时间|时段|时候)$"
+)
+_COUNTRY_ASKED = re.compile(r"(?:哪些|哪几个|哪个|哪一个|哪|什么|何)国家|哪国")
+
+
+def _value_kind(qtype: str, qword: str, raw_head: str, unit: str, clause: str = "") -> str:
+    """What a number or date answer must look like, beyond being a number or a date (and, for
+    "哪些国家", a country whatever the answer type)."""
+    if _COUNTRY_ASKED.search(clause):
+        return "country"
     raw_head = re.sub(r"(?<=..)时候$", "", raw_head)  # "判决日期是什么时候"
+    if qtype == "date" and (qword == "几点" or _HOURS_HEAD.search(raw_head)):
+        return "hours"
     if qtype == "number":
         if _RATIO_HEAD.search(raw_head):
             return "ratio"
@@ -424,8 +462,10 @@ class SubQuestion:
     subject: list[str] = field(default_factory=list)  # "X的Y是什么": the X part, beyond entities
     phrase: str = ""  # the asked noun phrase as written ("房屋成交均价"), for table column names
     unit: str = ""  # the measure word of "多少套", "几家": a column "…套数" counts it
-    value: str = ""  # what kind of number/date: ratio | money | count | day (see _value_kind)
+    # what kind of value: ratio | money | count | day | hours | country (see _value_kind)
+    value: str = ""
     document_date: bool = False  # "根据…的判决书，判决日期": the document's own date
+    members_of: str = ""  # "销售哪些电子产品": the class whose members are asked
 
     @property
     def head_has_noun(self) -> bool:
@@ -707,6 +747,18 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
             if len(segments) >= 2:
                 head_before = segments[-2]
         after_terms = _content_terms(head_after, pos)
+        members_of = ""
+        if qtype == "list" and m.group(0) == "哪些" and after_terms and "的" not in after:
+            last = after_terms[-1]
+            # a plain noun phrase after 哪些 ("哪些电子产品"), not a verb phrase ("哪些方式投资于…项目")
+            plain = all(f[0] in "nabj" or f == "vn" for _, f in _words(after))
+            if (
+                plain
+                and pos.get(last, 0.0) >= 1.0
+                and len(last) >= 2
+                and after.rstrip().endswith(last)
+            ):
+                members_of = last
         if category and len(after_terms) > 1:
             after_terms = after_terms[1:]  # "哪家公司倡议时间更早": 公司 only names the category
         if head_before.strip():
@@ -787,10 +839,12 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         phrase = f"{phrase} {head_after}".strip()
         m_unit = re.match(rf"\s*([{_MEASURE}])", m.group(0)[1:] if m.group(0)[0] == "几" else after)
         unit = m_unit.group(1) if m_unit and qtype == "number" else ""
-        value = _value_kind(qtype, m.group(0), raw_head, unit)
-        subs.append(
-            SubQuestion(clause, qtype, head, attribute, pos, subject, _squash(phrase), unit, value)
+        value = _value_kind(qtype, m.group(0), raw_head, unit, clause)
+        sub = SubQuestion(
+            clause, qtype, head, attribute, pos, subject, _squash(phrase), unit, value
         )
+        sub.members_of = members_of
+        subs.append(sub)
     if not subs and body.strip():
         pos = {}
         terms = _content_terms(_strip_entities(body, entities), pos)
@@ -1124,6 +1178,67 @@ _SIGN_OFF = re.compile(
 _UNKNOWN = re.compile(
     r"未知|不详|不明确|未披露|未公开|未公布|未提供|未记录|暂无|尚无|无法确定|尚不清楚|待定"
 )
+# where a class noun is followed or preceded by its members ("电子产品包括…", "A、B等电子产品")
+_MEMBER_AFTER = re.compile(
+    r"(?![\u4e00-\u9fff])|包括|包含|有|如|为|是|等|及|和|与|或|主要|涉及|方面|领域|的|类|中|上"
+)
+_MEMBER_BEFORE = re.compile(r"[、等类和与及]|包括|例如|比如")
+# a prison term is a number of years and months, or life or death ("判处无期徒刑")
+_TERM_HEAD = re.compile(r"刑期|判刑|徒刑|刑罚|服刑|量刑")
+_TERM_VALUE = re.compile(_NUMBER_VALUE.pattern + r"|无期徒刑|死刑|终身监禁", re.I)
+# attributes whose value is written without their name: an occupation ("…，汉族，某物流公司司机"),
+# a residence ("住紫霞市玉门街86号"); the value must follow a mention of the person asked about
+_OCCUPATION = (
+    r"司机|工人|职员|员工|职工|经理|老板|店主|业主|商户|个体户|个体经营|经营者|商人|教师|老师|医生|"
+    r"护士|农民|务农|工程师|技术员|会计|出纳|律师|学生|退休|无业|无固定职业|自由职业|务工|厨师|"
+    r"保安|销售员|业务员|营业员|收银员|快递员|外卖员|公务员|干部|程序员|设计师|记者|演员|作家|"
+    r"主管|总监|董事长|总经理|法定代表人|负责人|厂长|店员|服务员|保姆|家政|军人|警察|个体"
+)
+_VALUE_CUES: dict[str, re.Pattern[str]] = {
+    "职业": re.compile(_OCCUPATION),
+    "工作": re.compile(_OCCUPATION),
+    "居住地": re.compile(
+        r"住(?:址|所|所地|在|于)?[:：]?[\u4e00-\u9fff]{2,12}?(?:市|省|县|区|镇|村|街|路|号)"
+    ),
+    "住址": re.compile(
+        r"住(?:址|所|所地|在|于)?[:：]?[\u4e00-\u9fff]{2,12}?(?:市|省|县|区|镇|村|街|路|号)"
+    ),
+    "住所": re.compile(
+        r"住(?:址|所|所地|在|于)?[:：]?[\u4e00-\u9fff]{2,12}?(?:市|省|县|区|镇|村|街|路|号)"
+    ),
+}
+_CUE_REACH = 60  # chars after the person's name where the cue may be
+
+
+def _owners(clause: str, anchors: Sequence[Entity]) -> list[Entity]:
+    """The people an attribute is asked of: the last person named in the clause and those
+    coordinated with it ("A和B的职业"), not an earlier owner ("宋某的辩护人钱某的住址": 钱某)."""
+    placed = sorted(
+        ((clause.find(e.text), e) for e in anchors if e.kind == "person" and e.text in clause),
+        key=lambda x: x[0],
+    )
+    if not placed or clause[placed[-1][0] + len(placed[-1][1].text) :].count("的") > 1:
+        return []  # none, or "葛某某的父母的职业": the attribute is someone else's
+    owners = [placed[-1]]
+    for pos, e in reversed(placed[:-1]):
+        gap = clause[pos + len(e.text) : owners[-1][0]]
+        if not re.fullmatch(r"\s*(?:和|与|及|以及|、|，|,)\s*", gap):
+            break
+        owners.append((pos, e))
+    return [e for _, e in owners]
+
+
+def _cued(passage: Passage, term: str, people: Sequence[Entity]) -> bool:
+    cue = _VALUE_CUES[term]
+    text = passage.text
+    for e in people:
+        for form in e.forms():
+            for m in re.finditer(re.escape(form), text):
+                if cue.search(text, m.end(), m.end() + _CUE_REACH):
+                    return True
+    return False
+
+
 _SENTENCE_SEPS = "。！？!?；;\n"
 _CLAUSE_SEPS = _SENTENCE_SEPS + ",，"
 
@@ -1252,10 +1367,24 @@ class EvidenceGate(BaseNodePostprocessor):
         pattern="^(?:window|sentence|clause|clause2)$",
         description="Same for a date.",
     )
+    scope_lookup: bool = Field(
+        True,
+        description='"根据X法院的判决书，A的…": an entity looked up is taken from the documents that '
+        "name X when there are such.",
+    )
+    value_cues: bool = Field(
+        True, description='"X的职业": an occupation word after X names it (see _VALUE_CUES).'
+    )
+    fuzzy_spots: bool = Field(
+        True, description="A value may also sit by a fuzzy mention of the head (chars in order)."
+    )
+    check_members: bool = Field(
+        True, description='"哪些X": X named only as a modifier ("X出口公司") gives no member.'
+    )
     value_kinds: list[str] = Field(
-        default_factory=lambda: ["money"],
+        default_factory=lambda: ["money", "hours", "country"],
         description="Kinds of value checked where the question asks one: ratio, money, count, "
-        "day (see _value_kind).",
+        "day, hours, country (see _value_kind).",
     )
     spot_min_weight: float = Field(
         0.6, ge=0, le=1, description="Head words a number is looked for near: this POS weight up."
@@ -1429,6 +1558,12 @@ class EvidenceGate(BaseNodePostprocessor):
         # table with 成交均价; "是不是国有企业" with 是否国有)
         col = _column_match(sub, p)
         given = dict.fromkeys(sub.head, col) if col >= self.min_column_match else None
+        if self.value_cues:
+            # "X的职业是什么" is answered by "X，男，…，某物流公司司机": the value names the attribute
+            owners = _owners(sub.text, anchors)
+            cued = [t for t in sub.head if t in _VALUE_CUES and _cued(p, t, owners)]
+            if cued:
+                given = {**(given or {}), **dict.fromkeys(cued, 1.0)}
         # a head of verbs only ("设在哪个城市") is checked through the attribute, and not at all when
         # the passage names the question's entity ("异地灾备中心…位于贵阳")
         h = _coverage(p, sub.head, w, c, given) if sub.head and nouns else 1.0
@@ -1500,6 +1635,13 @@ class EvidenceGate(BaseNodePostprocessor):
         # 2. every specific entity must be in the evidence (or, looked up, in the scope)
         entity_docs: dict[str, set[str]] = {}
         entity_versions: dict[str, int | None] = {}
+        # "根据X法院和Y法院的判决书，A和B的…": a looked-up A belongs to the documents of X or Y (the
+        # same 吕某某 may be a judge in another court's judgment)
+        scope_orgs = (
+            [e for e in analysis.entities if e.scope and e.kind == "org"]
+            if self.scope_lookup
+            else []
+        )
         if self.check_entities:
             missing = []
             for e in analysis.entities:
@@ -1507,15 +1649,18 @@ class EvidenceGate(BaseNodePostprocessor):
                     continue
                 if e.kind in _MAIN and any(_mentions(h, e) for h in heads.values()):
                     continue
-                found = []
+                found: list[Passage] = []
                 if use_lookup:
                     context = [x.text for x in analysis.entities if x.scope] + analysis.head_terms
                     # the entity as a phrase of index tokens ("陈某某" → "陈 某某"), with context
                     # (which of several 陈某某) and then alone
                     for terms in (context, []):
                         hits = self._search(terms, tenant, None, e.forms(), 3 * self.lookup_limit)
-                        found = [p for p in hits if _mentions(p, e)]
-                        if found:
+                        hits = [p for p in hits if _mentions(p, e)]
+                        scoped = self._in_scope(hits, scope_orgs) if e.kind in _MAIN else hits
+                        found = found or hits
+                        if scoped:
+                            found = scoped
                             break
                 if not found:
                     missing.append(e.text)
@@ -1654,16 +1799,24 @@ class EvidenceGate(BaseNodePostprocessor):
         of money, a count in the asked measure word, a month or day for "…日期").
         """
         mask: re.Pattern[str] | None = None
+        kind = _VALUE_KIND.get(sub.value) if sub.value in self.value_kinds else None
+        if sub.value == "country" and kind is not None:
+            # "去过哪些国家": whatever the answer type, the passage must name a country
+            if not kind.search(passage.text_spaced):
+                return False
+            kind = None
         if sub.answer_type == "number":
             pattern, scope = _NUMBER_VALUE, self.number_scope
+            if any(_TERM_HEAD.search(t) for t in sub.head):
+                pattern = _TERM_VALUE  # "判刑时间谁更长": 无期徒刑 is a term too
         elif sub.answer_type == "date":
-            pattern = _DATE_VALUE
+            # a time of day ("营业时间", "几点") is its own pattern: "9点至21点" is no date
+            pattern = kind if sub.value == "hours" and kind is not None else _DATE_VALUE
             scope = "window" if sub.document_date else self.date_scope
             if self.skip_case_numbers:
                 mask = _CASE_NUMBER
         else:
-            return True
-        kind = _VALUE_KIND.get(sub.value) if sub.value in self.value_kinds else None
+            return self._members(sub, passage)
         text = passage.lines
         if mask is not None:
             text = mask.sub(lambda m: "#" * len(m.group(0)), text)  # same length: same offsets
@@ -1673,14 +1826,21 @@ class EvidenceGate(BaseNodePostprocessor):
         # 效率提升更显著": 效率, not 公司); a date by its event, often a verb ("何时开始实施")
         floor = self.spot_min_weight if sub.answer_type == "number" else 0.0
         asked = [t for t in sub.head if len(t) > 1 and sub.pos.get(t, 1.0) >= floor]
-        spots = [
-            (m.start(), m.end())
-            for t in asked or [t for t in sub.head if len(t) > 1]
-            for m in re.finditer(re.escape(t), text)
-        ]
+        terms = asked or [t for t in sub.head if len(t) > 1]
+        spots = [(m.start(), m.end()) for t in terms for m in re.finditer(re.escape(t), text)]
         if not spots or self.type_window <= 0 or "|" in text:
             whole = passage.text_spaced
             return pattern.search(mask.sub("#", whole) if mask is not None else whole) is not None
+        if self.fuzzy_spots:
+            # the head's chars in order nearby count too ("判刑" ~ "判处有期徒刑五年"), after the
+            # literal mentions (a literal "原判刑罚" need not be where the value is)
+            spots += [
+                (m.start(), m.end())
+                for t in terms
+                if 2 <= len(t) <= 4
+                for m in _window_pattern(t).finditer(text)
+                if (m.start(), m.end()) not in spots
+            ]
         w = self.type_window
         for start, end in spots:
             lo, hi = max(0, start - w), start + w
@@ -1695,6 +1855,38 @@ class EvidenceGate(BaseNodePostprocessor):
                 if _UNKNOWN.search(text[a:b]):
                     continue  # "员工满意度从85%提高到了未知数值": the value asked is not given
             return True
+        return False
+
+    def _in_scope(self, found: list[Passage], scope: Sequence[Entity]) -> list[Passage]:
+        """The passages whose document names one of the question's scope entities (in the
+        passage or the document's opening chunk); all of them when there is no scope."""
+        if not scope or not found:
+            return found
+        heads = self._doc_heads(found)
+        return [
+            p
+            for p in found
+            if any(
+                _mentions(p, s) or (p.doc_id in heads and _mentions(heads[p.doc_id], s))
+                for s in scope
+            )
+        ]
+
+    def _members(self, sub: SubQuestion, passage: Passage) -> bool:
+        """ "销售哪些电子产品": a passage that names the class only as a modifier of another noun
+        ("电子产品出口公司") names none of its members."""
+        if not self.check_members or not sub.members_of:
+            return True
+        text, cls = passage.text, sub.members_of
+        spots = [m.start() for m in re.finditer(re.escape(cls), text)]
+        if not spots:
+            return True  # paraphrased: not for this check to judge
+        for start in spots:
+            end = start + len(cls)
+            if _MEMBER_BEFORE.search(text[max(0, start - 3) : start]):
+                return True  # "手机、电脑等电子产品"
+            if _MEMBER_AFTER.match(text, end):
+                return True  # "电子产品包括…", "电子产品，"
         return False
 
     def _postprocess_nodes(

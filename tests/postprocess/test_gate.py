@@ -257,6 +257,8 @@ class FakeLedger:
                 hits.append((chunk.chunk_id, float(score)))
         return sorted(hits, key=lambda h: -h[1])[:limit]
 
+    keyword_search_ranked = keyword_search  # the unscoped variant: same hits here
+
     def active_chunks_by_id(
         self, chunk_ids: Iterable[str], tenant: str | None = None
     ) -> dict[str, ChunkInfo]:
@@ -551,3 +553,129 @@ def test_value_kinds_and_distributive_heads() -> None:
     assert analyze_question("哪家公司的总资产更高？").subquestions[0].value == "money"
     assert analyze_question("王某某的兄弟姐妹有多少人？").subquestions[0].value == "count"
     assert analyze_question("赵某某的判决日期是什么时候？").subquestions[0].value == "day"
+
+
+# ----- answer kinds named by the question (hours, a country, the members of a class) -----------
+@pytest.mark.parametrize(
+    ("question", "near_miss", "twin", "without"),
+    [
+        # "营业时间" asks the opening hours: a year by the word 营业 is no answer
+        (
+            "王某的便利店的营业时间是什么？",
+            "王某自2019年3月起在青川市东湖路经营一家便利店，店铺营业至今，生意尚可。",
+            "王某经营的便利店位于青川市东湖路，营业时间为早上8点至晚上10点。",
+            {"value_kinds": ["money"]},
+        ),
+        # "去过哪些国家" asks countries: 国家 in "按国家计划接种疫苗" names none
+        (
+            "王某某在三年前去过哪些国家？",
+            PATIENT + "小时候按国家计划接种疫苗。三年前去过外地旅游，无疫区居住史。",
+            PATIENT + "三年前去过日本和泰国旅游，无疫区居住史。",
+            {"value_kinds": ["money"]},
+        ),
+        # "销售哪些电子产品" asks members of the class: "电子产品出口公司" names none
+        (
+            "熊某某的公司主要销售哪些电子产品？",
+            "熊某某经营一家电子产品出口公司，2022年起通过虚报销项税额少缴税款25万元。",
+            "熊某某经营的公司主要销售手机、平板电脑等电子产品，2022年起少缴税款25万元。",
+            {"check_members": False},
+        ),
+    ],
+)
+def test_the_answer_kind_named_by_the_question(
+    question: str, near_miss: str, twin: str, without: dict[str, object]
+) -> None:
+    refused = decide(question, near_miss)
+    assert refused.refused and refused.reason == "answer_type_missing", refused.details
+    passed = decide(question, twin)
+    assert not passed.refused, passed.details
+    assert not decide(question, near_miss, **without).refused  # what the rule adds
+
+
+def test_answer_kind_analysis() -> None:
+    assert analyze_question("王某的便利店的营业时间是什么？").subquestions[0].value == "hours"
+    assert analyze_question("超市几点开门？").subquestions[0].value == "hours"
+    assert analyze_question("王某参加工作时间是什么时候？").subquestions[0].value == ""
+    assert analyze_question("王某某去过哪些国家？").subquestions[0].value == "country"
+    sub = analyze_question("熊某某的公司主要销售哪些电子产品？").subquestions[0]
+    assert sub.members_of == "电子产品"
+    # a verb phrase after 哪些 names no class ("哪些方式投资于碳抵消项目")
+    sub = analyze_question("百和文化集团在2017年通过哪些方式投资于碳抵消项目？").subquestions[0]
+    assert sub.members_of == ""
+
+
+# ----- prison terms, values by a fuzzy head, values that name their attribute -------------------
+def test_a_life_sentence_is_a_term() -> None:
+    question = "王某和李某的判刑时间谁更长？"
+    first = "被告人王某犯盗窃罪，判处有期徒刑三年，并处罚金五千元。"
+    life = "被告人李某犯故意杀人罪，判处无期徒刑，剥夺政治权利终身。"
+    assert not decide(question, first, life).refused
+    vague = "被告人李某犯故意杀人罪，本院依法判处刑罚，剥夺政治权利终身。"
+    refused = decide(question, first, vague)
+    assert refused.refused, refused.details
+
+
+def test_a_value_by_a_fuzzy_mention_of_the_head() -> None:
+    """ "判刑时间" is answered by "判处有期徒刑五年"; the literal 判刑 of "原判刑罚" is elsewhere."""
+    question = "王某的判刑时间是多长？"
+    passage = (
+        "被告人王某犯盗窃罪，判处有期徒刑五年，并处罚金人民币5000元。"
+        "缓刑期内如有再犯，将撤销缓刑，执行原判刑罚。"
+    )
+    assert not decide(question, passage).refused
+    assert decide(question, passage, fuzzy_spots=False).refused
+    near_miss = "被告人王某犯盗窃罪，依法判处刑罚。缓刑期内如有再犯，将撤销缓刑，执行原判刑罚。"
+    assert decide(question, near_miss).refused
+
+
+@pytest.mark.parametrize(
+    ("question", "near_miss", "twin"),
+    [
+        (
+            "被告人倪某某的职业是什么？",
+            "被告人：倪某某，女，1979年11月13日出生，汉族，住青川市玉门街86号。",
+            "被告人：倪某某，女，1979年11月13日出生，汉族，某物流公司司机。",
+        ),
+        # the address follows the defendant 宋某, not his lawyer 钱某
+        (
+            "宋某的辩护人钱某的家庭住址是什么？",
+            "被告人：宋某，男，住青川市玉门街86号。辩护人：钱某，青川律师事务所律师。",
+            "被告人：宋某，男。辩护人：钱某，青川律师事务所律师，住青川市玉门街86号。",
+        ),
+    ],
+)
+def test_a_value_that_names_its_attribute(question: str, near_miss: str, twin: str) -> None:
+    refused = decide(question, near_miss)
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    passed = decide(question, twin)
+    assert not passed.refused, passed.details
+    assert decide(question, twin, value_cues=False).refused  # what the rule adds
+
+
+def test_a_looked_up_entity_comes_from_the_named_court() -> None:
+    """吕某某 is a defendant in the named court's judgment and a judge in another court's."""
+    docs = {
+        "other": [
+            "青川市北湖区人民法院刑事判决书 被告人：李某，男。",
+            "李某犯盗窃罪，判处拘役三个月。",
+        ],
+        "judge": [
+            "青川市西湖区人民法院刑事判决书 审判员：吕某某 被告人：张某，男。",
+            "被告人张某于2023年5月25日被依法逮捕，审判员吕某某审理本案。",
+        ],
+        "defendant": [
+            "青川市东湖区人民法院刑事判决书 被告人：吕某某，男，住青川市。",
+            "被告人吕某某犯故意杀人罪，判处无期徒刑。",
+        ],
+    }
+    question = "根据青川市东湖区人民法院的判决书，吕某某的逮捕日期是什么时候？"
+    ledger = FakeLedger(docs)
+    evidence = ledger_nodes(ledger, "other:1:0", "other:1:1")
+    refused = EvidenceGate(ledger=ledger).decide(question, evidence)  # type: ignore[arg-type]
+    assert refused.refused, refused.details
+    loose = EvidenceGate(ledger=ledger, scope_lookup=False)  # type: ignore[arg-type]
+    assert not loose.decide(question, evidence).refused  # took the judge's document
+    docs["defendant"][1] = "被告人吕某某于2023年3月1日被依法逮捕，犯故意杀人罪，判处无期徒刑。"
+    ledger = FakeLedger(docs)
+    evidence = ledger_nodes(ledger, "other:1:0", "other:1:1")
+    assert not EvidenceGate(ledger=ledger).decide(question, evidence).refused  # type: ignore[arg-type]
