@@ -1502,14 +1502,11 @@ class EvidenceGate(BaseNodePostprocessor):
         if not tokens:
             return []
         try:
-            # unscoped: FTS5 ranks alone, only the best rows are joined (same hits, ~3x faster
-            # at 100k chunks); scoped to a few documents the SQL filter is the cheaper one
-            search = (
-                self._ledger.keyword_search_ranked
-                if doc_ids is None
-                else self._ledger.keyword_search
+            # ranked in memory where the ledger can (same hits as keyword_search; scoped
+            # searches fall back to keyword_search's SQL filter there)
+            hits = self._ledger.keyword_search_ranked(
+                tokens, tenant=tenant, doc_ids=doc_ids, limit=limit or self.lookup_limit
             )
-            hits = search(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit or self.lookup_limit)
         except NotImplementedError:  # keyword search needs a SQLite or PostgreSQL ledger
             return []
         chunks = self._ledger.active_chunks_by_id([c for c, _ in hits], tenant=tenant)

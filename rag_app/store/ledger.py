@@ -865,9 +865,12 @@ class Ledger:
         """What :meth:`keyword_search` returns (same ids, scores and order), cheaper on SQLite.
 
         ``keyword_search`` reads every matching row's columns and joins it to ``documents``
-        before ranking; here FTS5 ranks the matches alone (``bm25()`` only, ties in rowid order
-        as there), then only the best rows are read and kept when active and in scope, widening
-        the window until ``limit`` rows are kept or the matches run out. Other backends:
+        before ranking; here the matches are ranked alone (``bm25()`` only, ties in rowid order
+        as there), in memory by :class:`~rag_app.store.postings.PostingCache` when it can, else
+        by FTS5; then only the best rows are read and kept when active and in scope, widening
+        the window until ``limit`` rows are kept or the matches run out. A search scoped to
+        documents is ranked in memory once the cache holds the document map (``prewarm``),
+        else by ``keyword_search`` (its SQL filter beats ranking everything). Other backends:
         ``keyword_search``.
         """
         if not self.is_sqlite or not tokens or limit <= 0:
@@ -883,7 +886,9 @@ class Ledger:
         )
         with self.engine.connect() as conn:
             while True:
-                ranked = self.postings.rank(conn, tokens, window)
+                ranked = self.postings.rank(conn, tokens, window, doc_ids)
+                if ranked is None and doc_ids is not None:  # FTS5 with the SQL document filter
+                    break
                 if ranked is None:  # a phrase, or the index changed meanwhile: FTS5 ranks
                     ranked = [
                         (r[0], r[1]) for r in conn.execute(rank_sql, {"q": query, "m": window})

@@ -187,3 +187,31 @@ def test_disabled_cache_never_ranks(tmp_path: Path) -> None:
         assert ledger.postings.rank(conn, ["合同"], 5) is None
     assert ledger.postings.prewarm() == 0
     ledger.close()
+
+
+def test_scoped_searches_need_the_document_map(pair: tuple[Ledger, Ledger]) -> None:
+    memory, fts = pair
+    rng = random.Random(13)
+    for d in range(5):
+        _add(memory, f"doc{d}", _texts(rng, 30), tenant="alpha" if d < 4 else "beta")
+    tokens = list(query_tokens("合同违约的赔偿期限"))
+    with memory.engine.connect() as conn:
+        assert memory.postings.rank(conn, tokens, 5, doc_ids=["doc1"]) is None  # no map yet
+    memory.postings.prewarm()
+    scopes: list[list[str]] = [["doc1"], ["doc0", "doc3"], ["doc4"], ["missing"], []]
+    for doc_ids in scopes:
+        with memory.engine.connect() as conn:
+            ranked = memory.postings.rank(conn, tokens, 50, doc_ids=doc_ids)
+        assert ranked is not None  # answered in memory now
+        for limit in (1, 5, 50):
+            args = {"tenant": "alpha", "doc_ids": doc_ids, "limit": limit}
+            got = memory.keyword_search_ranked(tokens, **args)  # type: ignore[arg-type]
+            assert got == fts.keyword_search(tokens, **args), (doc_ids, limit)  # type: ignore[arg-type]
+            assert all(c.split(":")[0] in doc_ids for c, _ in got)
+    # a change drops the map with the rest; it is read again in the background, and scoped
+    # searches stay exact meanwhile (keyword_search's SQL filter)
+    _add(memory, "doc1", _texts(rng, 10), tenant="alpha")
+    for doc_ids in scopes:
+        args = {"tenant": "alpha", "doc_ids": doc_ids, "limit": 20}
+        got = memory.keyword_search_ranked(tokens, **args)  # type: ignore[arg-type]
+        assert got == fts.keyword_search(tokens, **args)  # type: ignore[arg-type]
