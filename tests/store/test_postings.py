@@ -164,7 +164,7 @@ def test_memory_bound_and_prewarm(tmp_path: Path) -> None:
     assert small.postings.cached_postings <= max(300, largest)
 
     warm = Ledger(url, keyword_cache_postings=10_000)
-    loaded = warm.postings.prewarm(budget=400)
+    loaded = warm.postings.prewarm(budget=400, min_rows=1)
     assert 0 < loaded == warm.postings.cached_postings
     with warm.engine.connect() as conn:
         total = conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one()
@@ -176,7 +176,11 @@ def test_memory_bound_and_prewarm(tmp_path: Path) -> None:
     state = warm.postings._state
     assert state is not None and common[0] in state.terms  # the most common useful term
     _assert_same(warm, fts)
-    for ledger in (fts, small, warm):
+    common_only = Ledger(url)
+    assert common_only.postings.prewarm(min_rows=20) > 0  # rare terms are left to first use
+    state = common_only.postings._state
+    assert state is not None and all(len(rows) >= 20 for rows, _ in state.terms.values())
+    for ledger in (fts, small, warm, common_only):
         ledger.close()
 
 
