@@ -469,9 +469,15 @@ class KnowledgeBase:
             logger.exception("cleaning old versions of %s failed", doc_id)
 
     # ----- reading -----------------------------------------------------------------------
-    def documents(self, tenant: str | None = "default") -> list[DocumentInfo]:
-        """Documents of one tenant (``tenant=None``: all tenants)."""
-        return self.ledger.list_documents(tenant)
+    def documents(
+        self, tenant: str | None = "default", *, limit: int | None = None, offset: int = 0
+    ) -> list[DocumentInfo]:
+        """Documents of one tenant (``tenant=None``: all tenants), ordered by path; one page of
+        them with ``limit``/``offset``."""
+        return self.ledger.list_documents(tenant, limit=limit, offset=offset)
+
+    def document_count(self, tenant: str | None = "default") -> int:
+        return self.ledger.count_documents(tenant)
 
     def document(self, doc_id: str) -> DocumentInfo | None:
         return self.ledger.get_document(doc_id)

@@ -7,8 +7,9 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Request, UploadFile, status
+from fastapi import APIRouter, HTTPException, Query, Request, UploadFile, status
 from fastapi.responses import JSONResponse
 
 from rag_app.faults import fault_point
@@ -117,11 +118,25 @@ async def upload_document(
     return Accepted(doc_id=doc_id, filename=name, job_id=job.job_id)
 
 
+MAX_PAGE = 1000
+
+
 @router.get("", response_model=DocumentList)
-def list_documents(key: KeyDep, state: StateDep) -> DocumentList:
-    docs = state.kb.documents(key.tenant)
+def list_documents(
+    key: KeyDep,
+    state: StateDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="documents per page")] = 200,
+    offset: Annotated[int, Query(ge=0, description="documents to skip (ordered by path)")] = 0,
+) -> DocumentList:
+    """The tenant's documents by path, a page at a time (``total`` counts them all)."""
+    docs = state.kb.documents(key.tenant, limit=limit, offset=offset)
     latest = state.queue.latest_for([d.doc_id for d in docs])
-    return DocumentList(documents=[DocumentOut.of(d, latest.get(d.doc_id)) for d in docs])
+    return DocumentList(
+        documents=[DocumentOut.of(d, latest.get(d.doc_id)) for d in docs],
+        total=state.kb.document_count(key.tenant),
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.get("/{doc_id}", response_model=DocumentOut)

@@ -62,6 +62,9 @@ class DocumentOut(BaseModel):
 
 class DocumentList(BaseModel):
     documents: list[DocumentOut]
+    total: int = Field(description="documents of the tenant in all")
+    limit: int
+    offset: int
 
 
 class Accepted(BaseModel):

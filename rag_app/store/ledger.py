@@ -308,11 +308,23 @@ class Ledger:
         rows = self._select_documents(documents.c.doc_id == doc_id)
         return rows[0] if rows else None
 
-    def list_documents(self, tenant: str | None = None) -> list[DocumentInfo]:
+    def list_documents(
+        self, tenant: str | None = None, *, limit: int | None = None, offset: int = 0
+    ) -> list[DocumentInfo]:
+        """Documents (of one tenant), by path; a page of them with ``limit``/``offset``."""
         cond = documents.c.tenant == tenant if tenant is not None else None
-        return self._select_documents(cond)
+        return self._select_documents(cond, limit=limit, offset=offset)
 
-    def _select_documents(self, cond: Any) -> list[DocumentInfo]:
+    def count_documents(self, tenant: str | None = None) -> int:
+        stmt = select(func.count()).select_from(documents)
+        if tenant is not None:
+            stmt = stmt.where(documents.c.tenant == tenant)
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    def _select_documents(
+        self, cond: Any, *, limit: int | None = None, offset: int = 0
+    ) -> list[DocumentInfo]:
         active = (
             select(func.count())
             .where(
@@ -320,9 +332,15 @@ class Ledger:
             )
             .scalar_subquery()
         )
-        stmt = select(documents, active.label("chunk_count")).order_by(documents.c.rel_path)
+        stmt = select(documents, active.label("chunk_count")).order_by(
+            documents.c.rel_path, documents.c.doc_id
+        )
         if cond is not None:
             stmt = stmt.where(cond)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        if offset:
+            stmt = stmt.offset(offset)
         with self.engine.connect() as conn:
             rows = conn.execute(stmt).mappings().all()
         return [

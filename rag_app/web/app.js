@@ -6,6 +6,7 @@
 
   var KEY_STORAGE = "rag_api_key";
   var POLL_MS = 1500;
+  var DOC_PAGE = 1000; // the API's largest page: the list shows that many documents at most
   var ACTIVE = { PENDING: true, PROCESSING: true };
   var STATUS_LABEL = {
     PENDING: "排队中 PENDING",
@@ -317,11 +318,17 @@
   function loadDocs() {
     if (!state.key) return Promise.resolve();
     var seq = ++state.loadSeq;
-    return api("/api/documents").then(
+    return api("/api/documents?limit=" + DOC_PAGE).then(
       function (body) {
         if (seq !== state.loadSeq) return;
         show($("doc-error"), "");
-        renderDocs((body && body.documents) || []);
+        var docs = (body && body.documents) || [];
+        var total = (body && body.total) || docs.length;
+        show(
+          $("doc-more"),
+          total > docs.length ? "显示按路径排序的前 " + docs.length + " 个文档，共 " + total + " 个。" : ""
+        );
+        renderDocs(docs);
         schedulePoll();
       },
       function (err) {

@@ -77,6 +77,29 @@ class TestDocuments:
         assert any("住宿标准" in c["title_path"] for c in chunks["chunks"])
         assert all(c["end_char"] > c["start_char"] for c in chunks["chunks"])
 
+    def test_document_list_pages(self, service: Service) -> None:
+        names = ["c.md", "a.md", "b.md"]
+        for i, name in enumerate(names):
+            assert service.upload(name, f"# 文档{i}\n\n第{i}份制度的正文。").status_code == 202
+        service.upload("x.md", OTHER, headers=service.other_editor)  # another tenant's
+
+        def page(**params: int) -> dict[str, object]:
+            response = service.client.get("/api/documents", headers=service.editor, params=params)
+            assert response.status_code == 200, response.text
+            return dict(response.json())
+
+        full = page()
+        assert full["total"] == 3 and (full["limit"], full["offset"]) == (200, 0)
+        assert [d["filename"] for d in full["documents"]] == ["a.md", "b.md", "c.md"]  # type: ignore[attr-defined]
+        first, rest = page(limit=2), page(limit=2, offset=2)
+        assert first["total"] == rest["total"] == 3
+        paged = [d["filename"] for d in first["documents"] + rest["documents"]]  # type: ignore[operator]
+        assert paged == ["a.md", "b.md", "c.md"]
+        assert page(offset=5)["documents"] == []
+        for bad in ({"limit": 0}, {"limit": 1001}, {"offset": -1}):
+            got = service.client.get("/api/documents", headers=service.editor, params=bad)
+            assert got.status_code == 422, bad
+
     def test_unknown_document_is_404(self, service: Service) -> None:
         for method, path in (
             ("get", "/api/documents/nope"),
