@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from numpy.typing import NDArray
 
 K1 = 1.2
 B = 0.75
+# after a write, the terms held before are read again once the index was quiet this long
+REWARM_DELAY_S = 5.0
 # prewarm skips terms in fewer rows than this: reading one on first use costs well under 1 ms
 PREWARM_MIN_ROWS = 64
 # rowids index an array of row lengths (4 bytes each): beyond this FTS5 ranks instead
@@ -85,6 +88,7 @@ class PostingCache:
     ) -> None:
         self.connect = connect
         self.max_postings = max_postings
+        self.rewarm_delay_s = REWARM_DELAY_S
         self._lock = threading.Lock()
         self._state: _State | None = None
 
@@ -95,8 +99,10 @@ class PostingCache:
 
     def _current(self, conn: Any, version: bytes) -> _State | None:
         """The state of ``version`` (call with the lock held). Replacing an older state re-reads
-        the terms it held, most recently used first, in a background thread: a write to the
-        index doesn't leave every following query to read the common terms again."""
+        the terms it held, most recently used first, in a background thread once the index has
+        stayed unchanged for ``rewarm_delay_s`` (while documents are being written it would only
+        read lists the next write drops): a write to the index doesn't leave every following
+        query to read the common terms again."""
         state = self._state
         if state is not None and state.version == version:
             return state
@@ -105,7 +111,9 @@ class PostingCache:
             hot = list(reversed(state.terms))
             with_docs = state.doc_rows is not None
             if hot or with_docs:
-                threading.Thread(target=self._fill, args=(hot, 0, with_docs), daemon=True).start()
+                threading.Thread(
+                    target=self._rewarm, args=(new, hot, with_docs), daemon=True
+                ).start()
         return new
 
     def _read_doc_rows(self, conn: Any, state: _State) -> None:
@@ -123,10 +131,18 @@ class PostingCache:
         if self.version(conn) == state.version:
             state.doc_rows = {d: np.array(r, dtype=np.int32) for d, r in grouped.items()}
 
-    def _fill(self, terms: Sequence[str], budget: int, doc_rows: bool = False) -> int:
+    def _rewarm(self, state: _State, terms: Sequence[str], doc_rows: bool) -> None:
+        time.sleep(self.rewarm_delay_s)
+        if self._state is state:  # no write since: the index is quiet
+            self._fill(terms, 0, doc_rows, create=False)
+
+    def _fill(
+        self, terms: Sequence[str], budget: int, doc_rows: bool = False, *, create: bool = True
+    ) -> int:
         """Read the postings of ``terms`` in order into the current state, up to ``budget``
         postings (0: up to ``max_postings``), after the document map when ``doc_rows``; stops
-        when the index changes. Returns how many postings it read."""
+        when the index changes. ``create=False``: only into a state that is already current.
+        Returns how many postings it read."""
         if self.connect is None:
             return 0
         budget = budget or self.max_postings
@@ -136,7 +152,13 @@ class PostingCache:
             if version is None:
                 return 0
             with self._lock:
-                state = self._current(conn, version)
+                current = self._state
+                if create:
+                    state = self._current(conn, version)
+                elif current is not None and current.version == version:
+                    state = current
+                else:
+                    return 0
             if state is None:
                 return 0
             if doc_rows and state.doc_rows is None:

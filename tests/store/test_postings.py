@@ -7,6 +7,7 @@ ids, their order and the scores must be identical, before and after the index ch
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -219,3 +220,27 @@ def test_scoped_searches_need_the_document_map(pair: tuple[Ledger, Ledger]) -> N
         args = {"tenant": "alpha", "doc_ids": doc_ids, "limit": 20}
         got = memory.keyword_search_ranked(tokens, **args)  # type: ignore[arg-type]
         assert got == fts.keyword_search(tokens, **args)  # type: ignore[arg-type]
+
+
+def test_terms_are_read_again_after_a_write(pair: tuple[Ledger, Ledger]) -> None:
+    memory, fts = pair
+    memory.postings.rewarm_delay_s = 0.0
+    rng = random.Random(17)
+    for d in range(3):
+        _add(memory, f"doc{d}", _texts(rng, 30))
+    memory.postings.prewarm(min_rows=1)
+    before = memory.postings._state
+    assert before is not None and before.doc_rows is not None
+    held = set(before.terms)
+    _add(memory, "doc1", _texts(rng, 20))  # a write: the next query starts a new state
+    _assert_same(memory, fts)
+    deadline = time.monotonic() + 60  # a wait for the background thread, not a speed check
+    while time.monotonic() < deadline:
+        state = memory.postings._state
+        if state is not None and state.doc_rows is not None and held <= set(state.terms):
+            break
+        time.sleep(0.05)
+    state = memory.postings._state
+    assert state is not None and state is not before
+    assert state.doc_rows is not None and held <= set(state.terms)
+    _assert_same(memory, fts)
