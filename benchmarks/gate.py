@@ -17,6 +17,12 @@ matches one of ``PROBE_RULES`` is rewritten to ask for a column its table does n
 ("…的容积率" on a price table → "…的物业费"), and is run on the original question's evidence
 (the entity is there, the column is not): the gate should refuse it.
 
+``dragonball_zh`` gets near-miss probes the same way (``DRAGON_PROBE_RULES``): an answerable
+question's asked attribute is swapped for one that a plain substring check finds in none of its
+gold documents ("费某和柳某某的职业" → "…的血型", "…的净利润" → "…的员工人数", "何时进行了资产重组" →
+"…破产重整"), and run on the original question's evidence. The calibration half's probes are
+reported per rule; the check half's only as totals.
+
 The evidence is what the gate sees in ``KnowledgeBase.ask``: hybrid retrieval → LexicalReranker →
 top 5 (cached in ``benchmarks/.cache/gate-*.pkl``); the gate then runs with the KB's ledger (its
 look-ups in the entity's documents included). Baseline: the best single score threshold (top
@@ -80,7 +86,7 @@ SWEEP_STAGE3: dict[str, list[Any]] = {
     "value_kinds": [[], ["money"], ["money", "hours", "country"]],
 }
 # not swept (rules, each checked on the calibration half by switching it off; see the tests):
-# scope_lookup, fuzzy_spots, value_cues, check_members
+# scope_lookup, fuzzy_spots, value_cues, check_members, check_presupposed
 
 
 def half(item_id: str) -> str:
@@ -120,6 +126,176 @@ def probes(items: list[QAItem]) -> list[tuple[QAItem, str]]:
             if re.search(pattern, item.question):
                 out.append((item, re.sub(pattern, repl, item.question, count=1)))
                 break
+    return out
+
+
+# dragonball near-miss probes: an answerable question's asked attribute swapped for one that its
+# entity's documents (the question's gold documents) do not mention. Each rule: a name, the asked
+# attribute (regex), and the swaps (replacement, regex that must not occur in any of the
+# documents). The first matching rule is used; among its swaps whose absence check passes, one is
+# picked by sha1(id) (no dependence on the gate). The rewrite is dropped when a word of the
+# original attribute is left elsewhere in the question ("…的员工人数，哪家公司的营业收入更高").
+DRAGON_PROBE_RULES: list[tuple[str, str, list[tuple[str, str]]]] = [
+    # law and medical records: a person's attributes and the case's people and dates
+    (
+        "occupation",
+        r"(?<=的)职业|职业(?=分别|是)",
+        [("血型", "血型"), ("宗教信仰", "宗教|信仰"), ("爱好", "爱好|兴趣")],
+    ),
+    (
+        "crime",
+        r"(?:分别)?(?:被判定)?犯了?(?:什么|何种|哪种)罪(?:名)?|罪名(?:分别)?是什么",
+        [("分别毕业于哪所学校", "毕业|学校|学历|文化程度")],
+    ),
+    (
+        "sentence_compare",
+        r"(?:判刑时间|刑期)(谁|哪个|哪位)更长",
+        [(r"身高\1更高", "身高"), (r"体重\1更重", "体重")],
+    ),
+    (
+        "sentence",
+        r"分别被判处了?(?:多长时间的有期徒刑|什么刑期|多少年的?有期徒刑|何种刑罚|什么刑罚)",
+        [("的身高分别是多少", "身高"), ("的体重分别是多少", "体重")],
+    ),
+    ("sentence", r"判刑时间|刑期", [("身高", "身高"), ("体重", "体重")]),
+    (
+        "judgment_date",
+        r"判决(?:日期|时间)|审判日期|案件审判时间",
+        [("结婚日期", "结婚|婚姻"), ("毕业时间", "毕业"), ("入职时间", "入职")],
+    ),
+    (
+        "case_date",
+        r"(?:立案调查|逮捕|刑事拘留|采取留置措施?|留置)(?:的)?(?:日期|时间)",
+        [("结婚日期", "结婚|婚姻"), ("毕业时间", "毕业")],
+    ),
+    (
+        "court_person",
+        r"分别由哪位审判长主持了(.+?)的案件",
+        [(r"\1的案件分别由哪位人民陪审员参与审理", "陪审")],
+    ),
+    (
+        "court_person",
+        r"案件的?(?:审判长|审判员|书记员|辩护人)",
+        [("案件的人民陪审员", "陪审")],
+    ),
+    (
+        "court_person",
+        r"辩护人(分别是谁)?(?:及其所属律所)?|审判长|审判员|书记员|公诉人",
+        [(r"配偶\1", "配偶|妻子|丈夫"), (r"担保人\1", "担保人"), (r"主治医生\1", "主治医")],
+    ),
+    (
+        "vital_compare",
+        r"(?:脉搏|呼吸|心率)(?:次数)?(谁|哪个|哪位)更快",
+        [(r"体重\1更重", "体重"), (r"血糖\1更高", "血糖")],
+    ),
+    (
+        "vital",
+        r"体温|脉搏(?:次数)?|呼吸(?:次数)?|血压|心率",
+        [("血糖", "血糖"), ("体重", "体重"), ("身高", "身高")],
+    ),
+    ("age", r"年龄", [("身高", "身高"), ("体重", "体重")]),
+    ("admission_date", r"入院(?:日期|时间)", [("手术时间", "手术"), ("出院时间", "出院")]),
+    (
+        "clinical",
+        r"初步诊断(?:结果)?|诊断结果|诊断依据|主诉|主要症状|伴随症状|治疗方案|辅助检查结果|长期医嘱|"
+        r"尿常规检查结果|婚姻状况|病史陈述者|重大疾病史",
+        [
+            ("过敏药物", "过敏"),
+            ("手术名称", "手术"),
+            ("家族遗传病", "遗传|家族史"),
+            ("血型", "血型"),
+        ],
+    ),
+    # company reports: figures and events
+    (
+        "figure",
+        r"净利润|营业收入|总资产|股东权益|总负债|现金流量|负债比率|资产负债率|净资产收益率|营业利润",
+        [
+            ("员工人数", "员工人数|员工总数|名员工"),
+            ("研发投入", "研发"),
+            ("注册资本", "注册资本"),
+            ("市场份额", "市场份额"),
+        ],
+    ),
+    (
+        "esg_figure",
+        r"二氧化碳排放量|排放量|员工满意度|社区投资额",
+        [("用水量", "用水|水资源"), ("员工流失率", "流失|离职"), ("专利数量", "专利")],
+    ),
+    (
+        "event",
+        r"股东大会(?:决议)?|董事会变更|高级管理层变动|资产重组|债务重组|重大资产收购|重大股权收购|"
+        r"大规模融资(?:活动)?|分发股利|股利|慈善活动|绿色产品(?:开发)?|防止污染设施|碳抵消项目|"
+        r"环境管理系统|合规与监管更新|风险管理举措|公司治理政策|道德与诚信事件|可持续性与社会责任倡议|"
+        r"员工职业成长和人才发展计划|公共服务项目|节能减排项目?|重大投资",
+        [
+            ("破产重整", "破产|重整"),
+            ("首次公开募股", "首次公开募股|IPO|上市"),
+            ("产品召回", "召回"),
+            ("数据泄露事件", "泄露"),
+            ("罢工事件", "罢工"),
+        ],
+    ),
+    ("industry", r"哪个行业|所属行业|什么行业", [("总部位于哪个城市", "总部")]),
+]
+
+
+def document_texts(kb: KnowledgeBase) -> dict[str, str]:
+    """File name → the document's text (its active chunks joined), from the KB's ledger."""
+    return {
+        Path(d.source).name: "\n".join(c.text for c in kb.ledger.active_chunks(d.doc_id))
+        for d in kb.ledger.list_documents()
+    }
+
+
+def dragon_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAItem, str, str]]:
+    """(answerable item, probe question, rule name) per item a rule applies to."""
+    out = []
+    for item in items:
+        docs = [texts.get(Path(d).name, "") for d in item.gold_docs]
+        if not item.answerable or not docs or not all(docs):
+            continue
+        for name, pattern, swaps in DRAGON_PROBE_RULES:
+            if not re.search(pattern, item.question):
+                continue
+            absent = [r for r, word in swaps if not any(re.search(word, t) for t in docs)]
+            if absent:
+                repl = absent[int(hashlib.sha1(item.id.encode()).hexdigest(), 16) % len(absent)]
+                probe = re.sub(pattern, repl, item.question)
+                asked = "".join(m.group(0) for m in re.finditer(pattern, item.question))
+                rest = re.sub(pattern, " ", re.sub(r"^根据[^，,]*[，,]", "", item.question))
+                if not any(asked[i : i + 2] in rest for i in range(len(asked) - 1)):
+                    out.append((item, probe, name))
+            break
+    return out
+
+
+def dragon_probe_report(
+    kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], **settings: Any
+) -> dict[str, Any]:
+    """Share of the near-miss probes refused per half; per rule and the probes let through on
+    the calibration half only (the check half: totals)."""
+    gate = EvidenceGate(ledger=kb.ledger, **settings)
+    rows = [
+        (it, q, name, gate.decide(q, data[it.id]["nodes"]).refused)
+        for it, q, name in dragon_probes(items, document_texts(kb))
+    ]
+    out: dict[str, Any] = {}
+    for part in ("calibration", "check"):
+        group = [r for r in rows if half(r[0].id) == part]
+        refused = [r for *_, r in group]
+        out[part] = {
+            "near_miss_probes": len(group),
+            "near_miss_probes_refused": round(sum(refused) / len(refused), 4) if refused else None,
+        }
+        if part == "calibration":
+            per_rule: dict[str, list[bool]] = defaultdict(list)
+            for _, _, name, r in group:
+                per_rule[name].append(r)
+            out[part]["per_rule"] = {
+                k: {"n": len(v), "refused": round(sum(v) / len(v), 4)} for k, v in per_rule.items()
+            }
+            out[part]["passed_probe_examples"] = [q for _, q, _, r in group if not r][:10]
     return out
 
 
@@ -387,6 +563,7 @@ def main() -> None:
         items, run_gate(kb, items, data, **settings, lookup=False)["decisions"], True
     )
     baselines = [threshold_baseline(items, data, s) for s in ("dense_top", "top_coverage")]
+    dragon_near = dragon_probe_report(kb, items, data, **settings)
 
     srun = run_gate(skb, sample_items, sdata, **settings)
     sample = summarize(sample_items, srun["decisions"], split=False)["all"]
@@ -433,6 +610,12 @@ def main() -> None:
                 f"| dragonball {name} | threshold {b['score']} < {b['threshold']} | "
                 f"{pct(r['unanswerable_refused'])} | {pct(r['false_refusal'])} |"
             )
+    for name in ("calibration", "check"):
+        r = dragon_near[name]
+        print(
+            f"| dragonball {name} ({r['near_miss_probes']} probes) | EvidenceGate | "
+            f"{pct(r['near_miss_probes_refused'])} (near-miss probes) | – |"
+        )
     print(
         f"| sample KB ({sample['unanswerable']} / {sample['answerable']}) | EvidenceGate | "
         f"{pct(sample['unanswerable_refused'])} | {pct(sample['false_refusal'])} |"
@@ -470,6 +653,11 @@ def main() -> None:
             "max_false_refusal": MAX_FALSE_REFUSAL,
             "settings": {**defaults, **settings},
             "dragonball_zh": dragon,
+            "dragonball_zh_near_miss_probes": {
+                "built": "answerable questions, asked attribute swapped for one their gold "
+                "documents lack (DRAGON_PROBE_RULES); check half: totals only",
+                **dragon_near,
+            },
             "dragonball_zh_without_lookup": no_lookup,
             "baselines": baselines,
             "sample_kb": sample,

@@ -15,7 +15,10 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          rest of the predicate and the subject ("财务报销系统的…"), by IDF-weighted
                          fuzzy coverage (chars in order nearby, char bigrams, English stems and
                          abbreviations); a comparison ("A和B谁更早") needs every entity, "A和B分别…"
-                         half of them;
+                         half of them; a word the question presupposes ("通过数据泄露事件减少了多少
+                         负债": 泄露) that no chunk of the knowledge base holds must occur, at least
+                         loosely, in the entity's (prose) documents, all read -- a verb used as the
+                         predicate ("被判定犯了什么罪") is the text's to word and is not checked;
 ``answer_type_missing``  the passages with the attribute hold no value of the type asked near it: a
                          number (not a date) for 多少/几/多久/更高/更显著/how many, in the sentence of
                          the asked noun, an amount of money for 金额/收入/资产; a date for
@@ -25,6 +28,7 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          value is the classic near miss ("提高了员工满意度"). "A和B的X分别是多少"
                          needs the value for each entity whose (prose) documents were all read;
                          a time of day for 营业时间/开放时间/几点; a country for "去过哪些国家";
+                         a number of people ("1200名") for "员工人数";
                          for "销售哪些电子产品" a passage naming the class as more than a
                          modifier ("电子产品出口公司" names no member); a prison term may be
                          无期徒刑 or 死刑; the value may sit by a fuzzy mention of the head
@@ -144,6 +148,14 @@ _LIGHT = frozenset(
     "属于 属 位于 处于 对应 所属 所处 所在 所在地 所 达到 达 评定 被评 定为 成为 算是".split()
 )
 LIGHT_WEIGHT = 0.1
+# what follows a verb used as the predicate (not as an event noun): an aspect particle, a
+# second verb, the question word, or the end of the clause
+_PREDICATE_AFTER = r"(?:了|过|着|犯|于|在|到|为|给|成|多少|几|什么|哪|谁|何|怎|如何|$)"
+# support verbs: they carry the event named by another word ("进行了资产重组", "作出决议")
+_SUPPORT_VERBS = frozenset(
+    "进行 加以 给予 予以 作出 做出 开展 从事 实施 实行 发生 完成 采取 采用 参与 参加 举行 开始 推出 "
+    "出现 存在 经历 遭遇 获得 取得".split()
+)
 _GENERIC_AFFIXES = sorted(
     (w for w in GENERIC if len(w) >= 2 and re.fullmatch(r"[\u4e00-\u9fff]+", w)),
     key=len,
@@ -301,6 +313,10 @@ _VALUE_KIND: dict[str, re.Pattern[str]] = {
     "count": re.compile(
         rf"(?:\d+|[{_CN_NUM}]+)\s*(?:多|余)?\s*(?:[{_MEASURE}例口]|倍)|(?<![\d.])\d+(?![\d.]|\s*[年月日号岁%％元万亿])"
     ),
+    # "员工人数": a number of people ("1200名员工", "约3万人"), not a share or an amount
+    "people": re.compile(
+        rf"(?:\d+|[{_CN_NUM}]+)\s*(?:多|余)?\s*(?:[万千百]\s*)?(?:人(?![民工士才类])|名|位(?![于置]))"
+    ),
     # "营业时间", "几点": a time of day or opening hours, not a year or a month
     "hours": re.compile(
         r"\d{1,2}\s*[:：]\s*\d{2}|(?<![\d.])\d{1,2}\s*[点时](?![间期代段候])|[一二三四五六七八九十两]{1,3}点|"
@@ -344,6 +360,8 @@ def _value_kind(qtype: str, qword: str, raw_head: str, unit: str, clause: str = 
             return "ratio"
         if _MONEY_HEAD.search(raw_head):
             return "money"
+        if raw_head.endswith("人数"):
+            return "people"
         return "count" if unit else ""
     if qtype == "date" and (_DAY_QW.fullmatch(qword) or _DAY_HEAD.search(raw_head)):
         return "day"
@@ -1304,6 +1322,25 @@ class GateDecision:
     supplements: list[NodeWithScore] = field(default_factory=list)
 
 
+def _presupposed(sub: SubQuestion) -> list[str]:
+    """The words the asked predicate presupposes: nouns and nominalised events of two chars or
+    more (dictionary words, not support, light or generic words). A verb used as the predicate
+    ("在哪个法院受审", "被判定犯了") is left out: the text words it its own way (审理, 判处)."""
+    _jieba()
+    import jieba
+
+    return [
+        t
+        for t in dict.fromkeys(sub.head + sub.attribute)
+        if len(t) >= 2
+        and not _is_ascii_word(t)
+        and t not in _SUPPORT_VERBS
+        and sub.pos.get(t, 1.0) > LIGHT_WEIGHT
+        and jieba.dt.FREQ.get(t, 0) > 0
+        and not (sub.pos.get(t, 1.0) < 1.0 and re.search(re.escape(t) + _PREDICATE_AFTER, sub.text))
+    ]
+
+
 class EvidenceGate(BaseNodePostprocessor):
     """Passes the evidence through (plus any chunk it looked up), or refuses and records why."""
 
@@ -1382,9 +1419,9 @@ class EvidenceGate(BaseNodePostprocessor):
         True, description='"哪些X": X named only as a modifier ("X出口公司") gives no member.'
     )
     value_kinds: list[str] = Field(
-        default_factory=lambda: ["money", "hours", "country"],
+        default_factory=lambda: ["money", "hours", "country", "people"],
         description="Kinds of value checked where the question asks one: ratio, money, count, "
-        "day, hours, country (see _value_kind).",
+        "day, hours, country, people (see _value_kind).",
     )
     spot_min_weight: float = Field(
         0.6, ge=0, le=1, description="Head words a number is looked for near: this POS weight up."
@@ -1394,6 +1431,11 @@ class EvidenceGate(BaseNodePostprocessor):
     )
     unknown_values: bool = Field(
         True, description='A sentence that calls the value unknown ("未知", "不详") gives none.'
+    )
+    check_presupposed: bool = Field(
+        True,
+        description="A word the question presupposes that no chunk of the knowledge base holds "
+        "must occur (loosely) in the entity's documents, when they were all read (prose).",
     )
     window_credit: float = Field(
         0.75, ge=0, le=1, description="Credit for a term whose chars occur in order nearby."
@@ -1434,6 +1476,14 @@ class EvidenceGate(BaseNodePostprocessor):
                 cached = {t: cached[t] for t in terms}
             _DF[url] = (stamp, total, cached)
         return idf_weights(list(terms), {t: cached[t] for t in terms}, total)
+
+    def _unseen(self, terms: Sequence[str]) -> list[str]:
+        """The terms no chunk in the keyword index holds (document frequency 0)."""
+        if self._ledger is None or not terms:
+            return []
+        self._weights(terms)  # fills the document-frequency cache
+        cached = _DF.get(self._ledger.url, (0.0, 0, {}))[2]
+        return [t for t in terms if cached.get(t, 1) == 0]
 
     def _allowed(self, doc_ids: Sequence[str]) -> list[str]:
         if self.doc_ids is None:
@@ -1730,17 +1780,36 @@ class EvidenceGate(BaseNodePostprocessor):
                         best, source = r, "lookup"
                         supplements.setdefault(p.key, p)
                 ok, typed, h, a = best
-                checks.append(
-                    {
-                        "entity": name,
-                        "sub": sub.text,
-                        "head_coverage": round(h, 3),
-                        "attribute_coverage": round(a, 3),
-                        "typed": typed,
-                        "ok": ok,
-                        "source": source,
-                    }
+                check: dict[str, Any] = {
+                    "entity": name,
+                    "sub": sub.text,
+                    "head_coverage": round(h, 3),
+                    "attribute_coverage": round(a, 3),
+                    "typed": typed,
+                    "ok": ok,
+                    "source": source,
+                }
+                unseen = (
+                    self._unseen(_presupposed(sub))
+                    if ok and self.check_presupposed and use_lookup and docs and name
+                    else []
                 )
+                if unseen:
+                    # "通过破产重整减少了多少负债": a word the question presupposes that no chunk of
+                    # the knowledge base holds, and no passage of the entity's (prose) documents
+                    # mentions even loosely, is not there to answer from
+                    key = "|".join(sorted(docs))
+                    if key not in scanned:
+                        scanned[key] = self._scan(sorted(docs), tenant, versions)
+                    doc_passages, complete = scanned[key]
+                    absent = [
+                        t
+                        for t in unseen
+                        if not any(p.match(t, self.window_credit) for p in group + doc_passages)
+                    ]
+                    if absent and complete and not any(p.columns for p in doc_passages):
+                        check.update(ok=False, typed=False, absent_terms=absent)
+                checks.append(check)
         details["checks"] = checks
         names = list(dict.fromkeys(c["entity"] for c in checks))
         present = [n for n in names if all(c["ok"] for c in checks if c["entity"] == n)]

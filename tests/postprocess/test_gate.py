@@ -573,6 +573,13 @@ def test_value_kinds_and_distributive_heads() -> None:
             PATIENT + "三年前去过日本和泰国旅游，无疫区居住史。",
             {"value_kinds": ["money"]},
         ),
+        # "员工人数" asks a number of people: a share or a count of sessions is none
+        (
+            "星河数据科技有限公司的员工人数是多少？",
+            "星河数据科技有限公司重视员工发展，2022年员工满意度提升至85%，全年为员工组织培训12次。",
+            "星河数据科技有限公司现有员工1200名，2022年员工满意度提升至85%。",
+            {"value_kinds": ["money", "hours", "country"]},
+        ),
         # "销售哪些电子产品" asks members of the class: "电子产品出口公司" names none
         (
             "熊某某的公司主要销售哪些电子产品？",
@@ -597,6 +604,7 @@ def test_answer_kind_analysis() -> None:
     assert analyze_question("超市几点开门？").subquestions[0].value == "hours"
     assert analyze_question("王某参加工作时间是什么时候？").subquestions[0].value == ""
     assert analyze_question("王某某去过哪些国家？").subquestions[0].value == "country"
+    assert analyze_question("X公司的员工人数是多少？").subquestions[0].value == "people"
     sub = analyze_question("熊某某的公司主要销售哪些电子产品？").subquestions[0]
     assert sub.members_of == "电子产品"
     # a verb phrase after 哪些 names no class ("哪些方式投资于碳抵消项目")
@@ -679,3 +687,58 @@ def test_a_looked_up_entity_comes_from_the_named_court() -> None:
     ledger = FakeLedger(docs)
     evidence = ledger_nodes(ledger, "other:1:0", "other:1:1")
     assert not EvidenceGate(ledger=ledger).decide(question, evidence).refused  # type: ignore[arg-type]
+
+
+# ----- what the question presupposes ---------------------------------------------------------------
+REPORT = [
+    "星河数据科技有限公司2021年度报告",
+    "2021年3月，星河数据科技有限公司完成债务重组，通过债务重组减少负债2000万元。"
+    "2021年9月，公司发生一起道德与诚信事件，涉及高管违规。",
+    "2021年6月，公司召开股东大会，审议通过年度利润分配方案。",
+]
+
+
+@pytest.mark.parametrize(
+    ("near_miss", "twin"),
+    [
+        (
+            "星河数据科技有限公司通过数据泄露事件减少了多少负债？",
+            "星河数据科技有限公司通过债务重组减少了多少负债？",
+        ),
+        (
+            "星河数据科技有限公司何时发生了数据泄露事件？",
+            "星河数据科技有限公司何时发生了道德与诚信事件？",
+        ),
+    ],
+)
+def test_a_presupposed_event_no_document_mentions(near_miss: str, twin: str) -> None:
+    """The entity's report is all there, with figures and dates; the event the question takes
+    for granted (数据泄露) is in no chunk of the knowledge base."""
+
+    def run(question: str, **settings: object):  # type: ignore[no-untyped-def]
+        ledger = FakeLedger({"rep-a": REPORT})
+        ledger.url = f"memory://gate-test-presupposed/{question}/{sorted(settings)}"  # own DFs
+        gate = EvidenceGate(ledger=ledger, **settings)  # type: ignore[arg-type]
+        return gate.decide(question, ledger_nodes(ledger, "rep-a:1:1"))
+
+    refused = run(near_miss)
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    assert refused.details["checks"][0]["absent_terms"] == ["泄露"]
+    assert not run(twin).refused
+    assert not run(near_miss, check_presupposed=False).refused  # what the rule adds
+
+
+def test_a_predicate_verb_is_not_presupposed() -> None:
+    """ "被判定犯了什么罪": the asked verb is the text's to word (判处), unlike an event noun."""
+    ledger = FakeLedger(
+        {
+            "j-a": [
+                "刑事判决书 被告人王某某，男，1980年出生。",
+                "被告人王某某犯盗窃罪，判处有期徒刑三年，并处罚金五千元。",
+            ]
+        }
+    )
+    ledger.url = "memory://gate-test-predicate"
+    evidence = ledger_nodes(ledger, "j-a:1:0", "j-a:1:1")
+    decision = EvidenceGate(ledger=ledger).decide("王某某被判定犯了什么罪？", evidence)  # type: ignore[arg-type]
+    assert not decision.refused, decision.details
