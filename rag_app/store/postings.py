@@ -121,8 +121,7 @@ class PostingCache:
         content table (~0.5 s at 100k chunks), so only long-lived processes ask for it."""
         cursor = conn.connection.cursor()
         try:
-            # c2: the doc_id column of chunk_fts (tokens, chunk_id, doc_id, tenant, version)
-            pairs = cursor.execute("SELECT id, c2 FROM chunk_fts_content").fetchall()
+            pairs = cursor.execute("SELECT rowid, doc_id FROM chunk_fts").fetchall()
         finally:
             cursor.close()
         grouped: dict[str, list[int]] = {}
