@@ -98,7 +98,7 @@ _QW_PLACE = r"哪里|哪儿|何处|何地|在哪(?![些个种类一家位年天�
 _QW_LIST = r"哪些"
 _QW_YESNO = r"是否|是不是|能否|可否|能不能|可不可以|有没有|会不会"
 _QW_REASON = r"为什么|为何|何故"
-_QW_HOW = r"如何|怎么样|怎样|怎么|怎么办"
+_QW_HOW = r"如何|怎么样|怎么办|怎样|怎么"
 _QW_WHAT = r"是什么|什么|哪一个|哪一种|哪个|哪种|哪类|哪家|哪支|哪条|哪项|何种|有何|啥|哪"
 _QW_ZH = re.compile(
     "|".join(
@@ -116,6 +116,9 @@ _QW_ZH = re.compile(
         )
     )
 )
+# a clause that ends in the polar particle 吗 without a question word ("可以要求赔偿吗") is a
+# yes/no question about the clause's predicate
+_POLAR = re.compile(r"(?P<yesno>吗)(?:呢)?\s*$")
 _QW_EN = re.compile(
     r"\b(?:(?P<number>how\s+(?:many|much|long|old|often|far|big|large|high)|what\s+percentage)"
     r"|(?P<date>when|what\s+(?:date|day|year|time|month))|(?P<person>who|whom|whose)"
@@ -587,6 +590,59 @@ def _name_like(name: str) -> int:
     return 1 if len(words) > 1 else 0
 
 
+# verbs that take an organisation as their object, and what comes before them
+_ORG_LEAD_VERB = re.compile(
+    r"^.*?(?:要求|请求|求|追究|认定|委托|前往|骗取|起诉|投诉|联系|找|隔壁|同时|不同)(?=..)"
+)
+# a preposition or conjunction inside the span: the name is after it ("房屋由法院", "且运输公司")
+_ORG_CUT = re.compile(r"^.*(?:由|且|被|并|而|或)(?=..)")
+
+
+def _name_tail(org: str) -> str:
+    """The organisation without the clause words the span swallowed before it ("要求快递公司",
+    "同时请求运输公司", "房屋由法院", "隔壁电力公司"), and no name at all when what is left is a class
+    of organisations: one common noun and a weak suffix ("快递公司", "出租车公司", "保险公司")."""
+    org = _ORG_LEAD_VERB.sub("", org)
+    m = _ORG_CUT.search(org)
+    if m:
+        org = org[m.end() :]
+    weak = re.search(r"(?:公司|中心|局|厅|厂|学校|商店|超市|酒店)$", org)
+    if weak:
+        core = _words_raw(org[: weak.start()])
+        if len(core) == 1 and len(core[0][0]) >= 2 and core[0][1] in ("n", "vn"):
+            return ""
+    return org
+
+
+def _not_surname(q: str, start: int, end: int) -> bool:
+    """ "公开某犯罪份子", "路过某栋楼": the char before 某 ends a word, it is no surname. Still a
+    name: "X某某" (the anonymised-name pattern: "对白某某", "和田某某"), after a preposition or
+    conjunction ("原告和田某"), and when the char before it belongs to the word before ("经过梁某")."""
+    _jieba()
+    import jieba
+
+    if re.match(r"[栋座辆件条只台张本所间处些]", q[end : end + 1]):
+        return True
+    if start == 0 or q[start + 1 : end] == "某某" or q[start - 1] in _NAME_LEAD:
+        return False
+    freq = jieba.dt.FREQ
+    if start >= 2 and freq.get(q[start - 2 : start], 0) > 0:
+        return False
+    return freq.get(q[start - 1 : start + 1], 0) > 0
+
+
+# chars that typically stand right before a name ("和田某", "向李某", "称王某")
+_NAME_LEAD = frozenset("和与及或对向给同跟由被将把让称告诉经")
+
+
+@lru_cache(maxsize=4096)
+def _words_raw(text: str) -> tuple[tuple[str, str], ...]:
+    _jieba()
+    import jieba.posseg
+
+    return tuple((p.word, p.flag) for p in jieba.posseg.lcut(text) if p.word.strip())
+
+
 def _entities_zh(q: str) -> list[Entity]:
     entities: list[Entity] = []
     scope_end = 0
@@ -604,10 +660,13 @@ def _entities_zh(q: str) -> list[Entity]:
                 break
             org, end = org + more.group(0), more.end()
         org = _LEAD.sub("", org)
+        org = _name_tail(org)
         weak = re.search(r"(?:公司|中心|局|厅|厂|学校|商店|超市|酒店)$", org) is not None
         if len(org) >= (5 if weak else 4) and not re.search(r"哪|什么|^[该本这那]|某", org):
             entities.append(Entity(org, "org", m_o.start() < scope_end))
     for m_p in _PERSON.finditer(q):
+        if _not_surname(q, m_p.start(1), m_p.end()):
+            continue
         if re.match(r"[\u4e00-\u9fff]", m_p.group(1)):
             entities.append(Entity(m_p.group(0), "person", m_p.start() < scope_end))
     dated: set[int] = set()
@@ -727,13 +786,17 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
     for sentence in re.split(r"[？?；;。！!]", body):
         clauses = [c for c in re.split(r"[，,]", sentence) if c.strip()]
         asked = [i for i, c in enumerate(clauses) if _QW_ZH.search(c)]
+        polar = None
+        if not asked and clauses and _POLAR.search(clauses[-1]):
+            asked = [len(clauses) - 1]
+            polar = _POLAR.search(_drop_deixis(clauses[-1]))
         if not asked:
             continue
         # "这两个小区的容积率": the counted noun refers back to the entities, it is not asked
         clause = _drop_deixis(clauses[asked[-1]])
         context = _drop_deixis(" ".join(clauses[: asked[-1]]))
         # the asked thing is at the last question word ("几个月的宝宝…保费是多少" asks 保费)
-        m = list(_QW_ZH.finditer(clause))[-1]
+        m = polar or list(_QW_ZH.finditer(clause))[-1]
         qtype = m.lastgroup or "what"
         before, after = clause[: m.start()], clause[m.end() :]
         after = re.sub(r"(?:更|较|最)[\u4e00-\u9fff]{0,2}$", "", after)  # "谁更高" → ""
@@ -1432,6 +1495,12 @@ class EvidenceGate(BaseNodePostprocessor):
     unknown_values: bool = Field(
         True, description='A sentence that calls the value unknown ("未知", "不详") gives none.'
     )
+    entityless_types: list[str] = Field(
+        default_factory=lambda: ["yesno", "how", "reason"],
+        description="Answer types that need no passage with the head and predicate when the "
+        "question names no entity at all (a legal yes/no or how question has no attribute "
+        "slot: its facts are paraphrased by the statute); the overall coverage still applies.",
+    )
     check_presupposed: bool = Field(
         True,
         description="A word the question presupposes that no chunk of the knowledge base holds "
@@ -1780,6 +1849,8 @@ class EvidenceGate(BaseNodePostprocessor):
                         best, source = r, "lookup"
                         supplements.setdefault(p.key, p)
                 ok, typed, h, a = best
+                if not ok and not analysis.entities and sub.answer_type in self.entityless_types:
+                    ok = typed = True  # nothing to be missing from: no entity, no attribute slot
                 check: dict[str, Any] = {
                     "entity": name,
                     "sub": sub.text,

@@ -164,7 +164,10 @@ def test_table_row_lookup_passes_and_qualifier_numbers_are_checked() -> None:
 
 def test_off_topic_question_is_refused() -> None:
     decision = decide("红烧肉怎么做才能肥而不腻？", SERVER, PATIENT, CONTRACT)
-    assert decision.refused and decision.reason == "attribute_missing"
+    # an entity-less how question: the overall coverage refuses it (see entityless_types)
+    assert decision.refused and decision.reason == "low_coverage", decision.details
+    strict = decide("红烧肉怎么做才能肥而不腻？", SERVER, PATIENT, CONTRACT, entityless_types=[])
+    assert strict.refused and strict.reason == "attribute_missing"
 
 
 def test_postprocessor_returns_nothing_when_refused() -> None:
@@ -742,3 +745,108 @@ def test_a_predicate_verb_is_not_presupposed() -> None:
     evidence = ledger_nodes(ledger, "j-a:1:0", "j-a:1:1")
     decision = EvidenceGate(ledger=ledger).decide("王某某被判定犯了什么罪？", evidence)  # type: ignore[arg-type]
     assert not decision.refused, decision.details
+
+
+# ----- legal questions that name no entity -------------------------------------------------------
+FALLING = (
+    "建筑物、构筑物或者其他设施及其搁置物、悬挂物发生脱落、坠落造成他人损害，所有人、管理人或者"
+    "使用人不能证明自己没有过错的，应当承担侵权责任。被侵权人有权请求赔偿。"
+)
+NEIGHBOURS = (
+    "不动产的相邻权利人应当按照有利生产、方便生活的原则，正确处理相邻关系。"
+    "建造建筑物，不得妨碍相邻建筑物的通风、采光和日照。"
+)
+PARCEL = "快递包裹在寄递过程中丢失、损毁的，快递公司应当按照约定或者保价金额向寄件人赔偿。"
+PORTRAIT = (
+    "未经肖像权人同意，不得制作、使用、公开肖像权人的肖像，但是为实施新闻报道，"
+    "不可避免地制作、使用、公开肖像权人的肖像的，可以不经肖像权人同意。"
+)
+
+
+def test_a_polar_question_asks_its_last_clause() -> None:
+    """ "…，可以请求赔偿吗？" without a question word: a yes/no question about the 吗-clause, the
+    clauses before it are the scene (not a 'what' question about every word at full weight)."""
+    question = "墙砖脱落砸伤行人，可以请求赔偿吗？"
+    sub = analyze_question(question).subquestions[0]
+    assert sub.answer_type == "yesno" and sub.head == ["请求", "赔偿"]
+    # passes on its own, without the entity-less rule (the scene is context now)
+    assert not decide(question, FALLING, entityless_types=[]).refused
+    # a yes/no question on evidence about something else
+    off_topic = decide(question, SERVER, CONTRACT)
+    assert off_topic.refused and off_topic.reason == "low_coverage", off_topic.details
+    # a polar question naming an entity: its evidence must still hold the asked predicate
+    named = "王某某住院期间，可以报销医药费吗？"
+    refused = decide(named, PATIENT)
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    assert not decide(named, PATIENT + "王某某住院期间的医药费可以按规定报销。").refused
+
+
+def test_what_to_do_is_no_question_about_do() -> None:
+    """ "怎么办" is one question word, not 怎么 + the head 办."""
+    sub = analyze_question("邻居违章搭建的大棚妨碍通风，怎么办？").subquestions[0]
+    assert sub.answer_type == "how" and "办" not in sub.head and "办" not in sub.attribute
+
+
+@pytest.mark.parametrize(
+    ("question", "evidence"),
+    [
+        ("楼栋外墙的墙砖脱落，把我砸伤了，可以要求赔偿吗？", FALLING),
+        ("邻居违章搭建的大棚妨碍通风，怎么办？", NEIGHBOURS),
+    ],
+)
+def test_an_entityless_legal_question_needs_no_attribute_passage(
+    question: str, evidence: str
+) -> None:
+    """No name, organisation, date or title in the question: a yes/no or how question has no
+    "entity there, attribute missing" near miss, and the statute words the lay facts differently.
+    The overall question coverage still guards against off-topic evidence."""
+    assert not analyze_question(question).entities
+    passed = decide(question, evidence)
+    assert not passed.refused, passed.details
+    refused = decide(question, evidence, entityless_types=[])  # what the rule adds
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    off_topic = decide(question, SERVER, PATIENT)
+    assert off_topic.refused and off_topic.reason == "low_coverage", off_topic.details
+
+
+def test_a_named_entity_keeps_the_attribute_check() -> None:
+    """The same kind of yes/no question about a named patient: the record without the asked
+    detail is a near miss, whatever ``entityless_types`` says."""
+    question = "王某某住院期间，可以报销医药费吗？"
+    refused = decide(question, PATIENT, entityless_types=["yesno", "how", "reason", "what"])
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("寄东西给朋友，但是快递公司把东西搞丢了，可以要求快递公司赔偿吗？", []),
+        ("包裹被快递公司弄丢了，可以要求蓝鲸物流有限公司赔偿吗？", ["蓝鲸物流有限公司"]),
+        ("新闻直播上，公开某犯罪份子的肖像，是否属于侵权行为？", []),
+        ("我路过某栋楼时被砸伤，可以要求赔偿吗？", []),
+        ("原告和田某某签订了借款合同，借款金额是多少？", ["田某某"]),
+        ("被告对白某某实施了殴打，判处了什么刑罚？", ["白某某"]),
+        ("经过梁某家门口时被狗咬伤，可以要求赔偿吗？", ["梁某"]),
+    ],
+)
+def test_entity_spans_without_clause_words(question: str, names: list[str]) -> None:
+    """An organisation span loses the verb it swallowed ("要求快递公司"), a class of organisations
+    ("快递公司") is no name; "公开某", "路过某栋" are no persons, "和田某某", "对白某某" still are."""
+    assert [e.text for e in analyze_question(question).entities] == names
+
+
+def test_a_class_of_organisations_is_not_looked_for() -> None:
+    question = "寄东西给朋友，但是快递公司把东西搞丢了，可以要求快递公司赔偿吗？"
+    passed = decide(question, PARCEL)
+    assert not passed.refused, passed.details
+    # a named company after the same verb is still an entity the evidence must hold
+    named = "包裹被快递公司弄丢了，可以要求蓝鲸物流有限公司赔偿吗？"
+    refused = decide(named, PARCEL)
+    assert refused.refused and refused.reason == "entity_missing", refused.details
+    assert refused.details["missing_entities"] == ["蓝鲸物流有限公司"]
+    assert not decide(named, PARCEL, CONTRACT).refused
+    # "公开某犯罪份子" names nobody; on unrelated evidence the question is still refused
+    portrait = "新闻直播上，公开某犯罪份子的肖像，是否属于侵权行为？"
+    assert not decide(portrait, PORTRAIT).refused
+    off_topic = decide(portrait, SERVER)
+    assert off_topic.refused and off_topic.reason == "low_coverage", off_topic.details
