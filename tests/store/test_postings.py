@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from rag_app.retrieval.tokenizer import query_tokens, tokenize
+from rag_app.retrieval.tokenizer import query_tokens
 from rag_app.store.ledger import Ledger
+from tests.store.test_ledger import add_version
 
 WORDS = (
     "合同 违约 赔偿 保险 理赔 期限 公司 股东 会议 决议 董事 监事 工资 加班 休假 密码 账户 权限 "
@@ -43,43 +44,6 @@ def _texts(rng: random.Random, n: int) -> list[str]:
         words = rng.choices(WORDS, weights=range(len(WORDS), 0, -1), k=rng.randint(3, 40))
         out.append("，".join(words) + "。")
     return out + out[:3]
-
-
-def _add(ledger: Ledger, doc_id: str, texts: list[str], tenant: str = "default") -> None:
-    version = ledger.begin_document(
-        doc_id=doc_id,
-        tenant=tenant,
-        source=f"/src/{doc_id}.md",
-        rel_path=f"{doc_id}.md",
-        doc_type="markdown",
-        size=1,
-    )
-    rows = [
-        {
-            "chunk_id": f"{doc_id}:{version}:{i}",
-            "chunk_index": i,
-            "text": body,
-            "title_path": "",
-            "start_char": 0,
-            "end_char": len(body),
-            "token_count": len(body),
-            "block_types": "paragraph",
-            "keywords": " ".join(tokenize(body)),
-        }
-        for i, body in enumerate(texts)
-    ]
-    ledger.commit_version(
-        doc_id=doc_id,
-        tenant=tenant,
-        version=version,
-        rows=rows,
-        content_hash=f"{doc_id}-{version}",
-        fingerprint="fp",
-        doc_type="markdown",
-        title=doc_id,
-        source=f"/src/{doc_id}.md",
-        size=1,
-    )
 
 
 QUESTIONS = [
@@ -111,7 +75,7 @@ def test_memory_ranking_equals_fts5(pair: tuple[Ledger, Ledger]) -> None:
     memory, fts = pair
     rng = random.Random(7)
     for d in range(6):
-        _add(memory, f"doc{d}", _texts(rng, 40))
+        add_version(memory, f"doc{d}", _texts(rng, 40))
     assert _assert_same(memory, fts) > 100
     assert memory.postings.cached_postings > 0  # the memory path did answer
     with memory.engine.connect() as conn:  # and it answers these tokens itself
@@ -124,12 +88,12 @@ def test_ranking_follows_index_changes(pair: tuple[Ledger, Ledger]) -> None:
     memory, fts = pair
     rng = random.Random(11)
     for d in range(4):
-        _add(memory, f"doc{d}", _texts(rng, 30))
+        add_version(memory, f"doc{d}", _texts(rng, 30))
     _assert_same(memory, fts)
-    _add(memory, "doc1", _texts(rng, 25))  # re-ingest: new version, old rows deleted
+    add_version(memory, "doc1", _texts(rng, 25))  # re-ingest: new version, old rows deleted
     _assert_same(memory, fts)
     memory.delete_document("doc3")  # the highest rowids go; the next insert reuses them
-    _add(memory, "doc9", ["监事会议决议，监事，监事。"] * 5)
+    add_version(memory, "doc9", ["监事会议决议，监事，监事。"] * 5)
     _assert_same(memory, fts)
     top = memory.keyword_search_ranked(list(query_tokens("监事")), tenant="default", limit=1)
     assert top and top[0][0].startswith("doc9:")
@@ -138,8 +102,8 @@ def test_ranking_follows_index_changes(pair: tuple[Ledger, Ledger]) -> None:
 def test_tenants_and_phrases(pair: tuple[Ledger, Ledger]) -> None:
     memory, fts = pair
     rng = random.Random(3)
-    _add(memory, "a", _texts(rng, 30), tenant="alpha")
-    _add(memory, "b", _texts(rng, 30), tenant="beta")
+    add_version(memory, "a", _texts(rng, 30), tenant="alpha")
+    add_version(memory, "b", _texts(rng, 30), tenant="beta")
     _assert_same(memory, fts, tenant="alpha")
     _assert_same(memory, fts, tenant="beta")
     with memory.engine.connect() as conn:
@@ -156,7 +120,7 @@ def test_memory_bound_and_prewarm(tmp_path: Path) -> None:
     small = Ledger(url, keyword_cache_postings=300)
     rng = random.Random(5)
     for d in range(5):
-        _add(small, f"doc{d}", _texts(rng, 40))
+        add_version(small, f"doc{d}", _texts(rng, 40))
     _assert_same(small, fts)
     # least recently used terms were dropped: at most the bound (or one list larger than it)
     largest = max(
@@ -187,7 +151,7 @@ def test_memory_bound_and_prewarm(tmp_path: Path) -> None:
 
 def test_disabled_cache_never_ranks(tmp_path: Path) -> None:
     ledger = Ledger(f"sqlite:///{tmp_path / 'l.db'}", keyword_cache_postings=0)
-    _add(ledger, "d", ["合同违约赔偿。"])
+    add_version(ledger, "d", ["合同违约赔偿。"])
     with ledger.engine.connect() as conn:
         assert ledger.postings.rank(conn, ["合同"], 5) is None
     assert ledger.postings.prewarm() == 0
@@ -198,7 +162,7 @@ def test_scoped_searches_need_the_document_map(pair: tuple[Ledger, Ledger]) -> N
     memory, fts = pair
     rng = random.Random(13)
     for d in range(5):
-        _add(memory, f"doc{d}", _texts(rng, 30), tenant="alpha" if d < 4 else "beta")
+        add_version(memory, f"doc{d}", _texts(rng, 30), tenant="alpha" if d < 4 else "beta")
     tokens = list(query_tokens("合同违约的赔偿期限"))
     with memory.engine.connect() as conn:
         assert memory.postings.rank(conn, tokens, 5, doc_ids=["doc1"]) is None  # no map yet
@@ -215,7 +179,7 @@ def test_scoped_searches_need_the_document_map(pair: tuple[Ledger, Ledger]) -> N
             assert all(c.split(":")[0] in doc_ids for c, _ in got)
     # a change drops the map with the rest; it is read again in the background, and scoped
     # searches stay exact meanwhile (keyword_search's SQL filter)
-    _add(memory, "doc1", _texts(rng, 10), tenant="alpha")
+    add_version(memory, "doc1", _texts(rng, 10), tenant="alpha")
     for doc_ids in scopes:
         args = {"tenant": "alpha", "doc_ids": doc_ids, "limit": 20}
         got = memory.keyword_search_ranked(tokens, **args)  # type: ignore[arg-type]
@@ -227,12 +191,12 @@ def test_terms_are_read_again_after_a_write(pair: tuple[Ledger, Ledger]) -> None
     memory.postings.rewarm_delay_s = 0.0
     rng = random.Random(17)
     for d in range(3):
-        _add(memory, f"doc{d}", _texts(rng, 30))
+        add_version(memory, f"doc{d}", _texts(rng, 30))
     memory.postings.prewarm(min_rows=1)
     before = memory.postings._state
     assert before is not None and before.doc_rows is not None
     held = set(before.terms)
-    _add(memory, "doc1", _texts(rng, 20))  # a write: the next query starts a new state
+    add_version(memory, "doc1", _texts(rng, 20))  # a write: the next query starts a new state
     _assert_same(memory, fts)
     deadline = time.monotonic() + 60  # a wait for the background thread, not a speed check
     while time.monotonic() < deadline:
