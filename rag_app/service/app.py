@@ -55,8 +55,7 @@ def _warm_up(kb: KnowledgeBase) -> None:
     try:
         _ = kb.embed_model
         query_tokens("预热分词词典")
-        if kb.ledger.is_sqlite:  # the keyword index's most common terms, read once from FTS5
-            kb.ledger.postings.prewarm()
+        kb.ledger.postings.prewarm()  # the keyword index's common terms (SQLite ledgers)
     except Exception:  # the first request will report the problem properly
         logger.exception("warm-up failed")
 

@@ -272,8 +272,11 @@ class Ledger:
         self._fts_total: tuple[int, float] | None = None
         # PostgreSQL: term -> (its lexemes, keyword rows holding it, when counted)
         self._pg_terms: dict[str, tuple[tuple[str, ...], int, float]] = {}
-        # SQLite: ranks keyword searches in memory, as FTS5 would (0 = FTS5 ranks every time)
-        self.postings = PostingCache(self.engine.connect, keyword_cache_postings)
+        # SQLite: ranks keyword searches in memory, as FTS5 would (0 = FTS5 ranks every time);
+        # off on other backends (PostgreSQL ranks with ts_rank)
+        self.postings = PostingCache(
+            self.engine.connect, keyword_cache_postings if self.is_sqlite else 0
+        )
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         if self.is_postgres:
@@ -950,9 +953,7 @@ class Ledger:
         if not self.is_sqlite:
             return None
         with self.engine.connect() as conn:
-            return conn.execute(
-                text("SELECT block FROM chunk_fts_data WHERE id = 10")
-            ).scalar_one_or_none()
+            return PostingCache.version(conn)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -198,6 +198,8 @@ class PostingCache:
 
     @staticmethod
     def version(conn: Any) -> bytes | None:
+        """FTS5's structure record of ``chunk_fts``: every write transaction to the index bumps
+        its cookie (``Ledger.keyword_index_version``)."""
         row = conn.exec_driver_sql("SELECT block FROM chunk_fts_data WHERE id = 10").first()
         return None if row is None else bytes(row[0])
 
