@@ -207,14 +207,13 @@ class PostingCache:
         """Row lengths of ``version``; None when rowids are too sparse for an array by rowid."""
         cursor = conn.connection.cursor()
         try:
-            highest = cursor.execute("SELECT max(id) FROM chunk_fts_docsize").fetchone()[0]
-            if (highest or 0) > MAX_ROWID:
+            highest = cursor.execute("SELECT max(id) FROM chunk_fts_docsize").fetchone()[0] or 0
+            if highest > MAX_ROWID:
                 return None
             sizes = cursor.execute("SELECT id, sz FROM chunk_fts_docsize").fetchall()
         finally:
             cursor.close()
-        top = max((r[0] for r in sizes), default=0)
-        lengths = np.zeros(top + 1, dtype=np.uint32)
+        lengths = np.zeros(highest + 1, dtype=np.uint32)
         for rowid, blob in sizes:
             lengths[rowid] = _varint(bytes(blob))
         n = len(sizes)
@@ -303,9 +302,9 @@ def _top(
     n_rows = state.rows
     for rows, counts in lists:
         hits = len(rows)
-        tf = counts.astype(np.float64)
         if not hits:
             continue
+        tf = counts.astype(np.float64)
         idf = math.log((n_rows - hits + 0.5) / (hits + 0.5))
         if idf <= 0.0:
             idf = 1e-6
