@@ -94,3 +94,11 @@ def write_json(path: Path, data: dict[str, Any]) -> Path:
 
 def write_result(name: str, data: dict[str, Any]) -> Path:
     return write_json(RESULTS / f"{name}.json", {"benchmark": name, "machine": machine(), **data})
+
+
+def half(item_id: str) -> str:
+    """The dev split's halves: ``sha1(id) % 2`` 0 → "calibration" (thresholds and rules are
+    chosen on it), 1 → "check" (reported, not tuned on)."""
+    return (
+        "calibration" if int(hashlib.sha1(item_id.encode()).hexdigest(), 16) % 2 == 0 else "check"
+    )

@@ -50,7 +50,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import CACHE, ROOT, kb_for, load_questions, require_shared, write_result  # noqa: E402
+from common import (  # noqa: E402
+    CACHE,
+    ROOT,
+    half,
+    kb_for,
+    load_questions,
+    require_shared,
+    write_result,
+)
 
 from rag_app import KnowledgeBase  # noqa: E402
 from rag_app.eval.dataset import QAItem, load_qa  # noqa: E402
@@ -88,12 +96,6 @@ SWEEP_STAGE3: dict[str, list[Any]] = {
 # not swept (rules, each checked on the calibration half by switching it off; see the tests):
 # scope_lookup, fuzzy_spots, value_cues, check_members, check_presupposed; entityless_types
 # (questions naming no entity; chosen on laws_zh calibration questions, benchmarks/laws_refusals.py)
-
-
-def half(item_id: str) -> str:
-    return (
-        "calibration" if int(hashlib.sha1(item_id.encode()).hexdigest(), 16) % 2 == 0 else "check"
-    )
 
 
 def retqa_half(item_id: str) -> str:

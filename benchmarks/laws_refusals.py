@@ -14,7 +14,6 @@ Writes benchmarks/results/laws_refusals.json. Dev split: part of laws_zh is held
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 import time
 from collections import Counter
@@ -23,13 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import kb_for, load_questions, require_shared, write_result  # noqa: E402
-
-
-def half(item_id: str) -> str:
-    return (
-        "calibration" if int(hashlib.sha1(item_id.encode()).hexdigest(), 16) % 2 == 0 else "check"
-    )
+from common import half, kb_for, load_questions, require_shared, write_result  # noqa: E402
 
 
 def main() -> None:
