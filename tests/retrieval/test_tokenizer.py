@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rag_app.retrieval.tokenizer import chinese_number, label_tokens, query_tokens, tokenize
+
+KNOWLEDGE = Path(__file__).resolve().parents[2] / "data" / "knowledge"
 
 
 @pytest.mark.parametrize(
@@ -32,3 +36,39 @@ def test_stopwords_and_punctuation_are_dropped() -> None:
     tokens = query_tokens("密码多久需要修改一次？")
     assert "密码" in tokens and "修改" in tokens
     assert "？" not in tokens and "需要" not in tokens
+
+
+def _reference_tokenize(text: str) -> list[str]:
+    """The tokenizer as it was written before the rjieba fast path: jieba alone."""
+    import re
+    import unicodedata
+
+    import jieba
+
+    from rag_app.retrieval.tokenizer import STOPWORDS
+
+    normalized = unicodedata.normalize("NFKC", text).lower()
+    word = re.compile(r"\w", re.UNICODE)
+    return [
+        tok.strip()
+        for tok in jieba.lcut_for_search(normalized)
+        if tok.strip() and word.search(tok) and tok.strip() not in STOPWORDS
+    ] + label_tokens(normalized)
+
+
+def test_tokens_equal_jieba_search_mode_on_mixed_text() -> None:
+    """The rjieba fast path gives jieba's own tokens (blocks with joiners stay in jieba)."""
+    samples = [
+        path.read_text(encoding="utf-8")
+        for path in sorted(KNOWLEDGE.rglob("*"))
+        if path.suffix in (".md", ".txt")
+    ] + [
+        "2022-06-01 成交均价 12345.67元/㎡，环比上涨3.5%，C++ 与 C# 工程师 a_b.c",
+        "第三十三条 主刑的种类如下：（一）管制；（二）拘役；（三）有期徒刑；（四）无期徒刑；（五）死刑。",
+        "IP地址 192.168.0.1 的 VPN 账号每90天修改一次；API v2.3-beta 返回 HTTP 429。",
+        "中华人民共和国劳动合同法规定用人单位应当依法建立和完善劳动规章制度\n\n  \t末尾 ÉCOLE αβγ",
+        "",
+    ]
+    assert len(samples) > 6  # the bundled knowledge base is there
+    for text in samples:
+        assert tokenize(text) == _reference_tokenize(text)
