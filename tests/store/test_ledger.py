@@ -335,6 +335,63 @@ def test_purge_inactive_after_a_crash(ledger: Ledger) -> None:
     assert ledger.all_active_chunk_ids() == {"doc:2:0", "keep:1:0"}
 
 
+def fts_rows(ledger: Ledger) -> tuple[list[tuple[int, str, int]], list[tuple[int, str, int]]]:
+    """(chunk_fts's rows, chunk_fts_rows' entries) as (rowid, doc_id, version), by rowid."""
+    with ledger.engine.connect() as conn:
+        fts = conn.execute(text("SELECT rowid, doc_id, version FROM chunk_fts ORDER BY rowid"))
+        index = conn.execute(
+            text("SELECT rowid, doc_id, version FROM chunk_fts_rows ORDER BY rowid")
+        )
+        return [tuple(r) for r in fts], [tuple(r) for r in index]  # type: ignore[misc]
+
+
+def test_fts_row_index_follows_every_write(ledger_url: str) -> None:
+    """chunk_fts_rows names exactly chunk_fts's rows after commits, re-versions, deletes and a
+    repair: the deletes that look rowids up there leave no keyword row behind."""
+    if not ledger_url.startswith("sqlite"):
+        pytest.skip("the FTS5 row index is SQLite's")
+    ledger = Ledger(ledger_url)
+    try:
+        add_version(ledger, "a", ["第一份文档的第一段", "第一份文档的第二段"])
+        add_version(ledger, "b", ["第二份文档"])
+        add_version(ledger, "a", ["第一份文档的新版本"])  # v1's rows left behind ...
+        ledger.delete_inactive_chunks("a")  # ... and dropped
+        add_version(ledger, "c", ["第三份文档", "第三份文档续"])
+        ledger.delete_document("b")
+        add_version(ledger, "d", ["第四份文档"])  # may reuse b's rowid
+        add_version(ledger, "c", ["第三份文档改"])  # v1 left: repaired below
+        assert ledger.purge_inactive(repair=True) == (2, 2)
+        fts, index = fts_rows(ledger)
+        assert fts == index
+        assert sorted({(d, v) for _, d, v in fts}) == [("a", 2), ("c", 2), ("d", 1)]
+        assert ledger.keyword_count() == 3
+        assert search(ledger, "第二份") == []
+        assert search(ledger, "第三份") == ["c:2:0"]
+    finally:
+        ledger.close()
+
+
+def test_a_ledger_from_before_the_row_index_gets_it_filled(ledger_url: str) -> None:
+    if not ledger_url.startswith("sqlite"):
+        pytest.skip("the FTS5 row index is SQLite's")
+    ledger = Ledger(ledger_url)
+    add_version(ledger, "old", ["旧账本里的文档", "旧账本里的第二段"])
+    add_version(ledger, "other", ["另一份文档"])
+    with ledger.engine.begin() as conn:  # as a ledger written by the previous release
+        conn.execute(text("DROP TABLE chunk_fts_rows"))
+        conn.execute(text("DELETE FROM kb_meta WHERE key = 'chunk_fts_rows_filled'"))
+    ledger.close()
+    ledger = Ledger(ledger_url)
+    try:
+        fts, index = fts_rows(ledger)
+        assert fts == index and len(fts) == 3
+        ledger.delete_document("old")
+        assert search(ledger, "旧账本") == []
+        assert fts_rows(ledger)[0] == fts_rows(ledger)[1] == [r for r in fts if r[1] == "other"]
+    finally:
+        ledger.close()
+
+
 # ----- job queue ---------------------------------------------------------------------------
 def enqueue(queue: JobQueue, doc_id: str) -> int:
     queue.ledger.register_pending(
