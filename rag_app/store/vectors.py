@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import chromadb
 import httpx
+import numpy as np
 from chromadb.config import Settings as ChromaSettings
 
 logger = logging.getLogger(__name__)
@@ -185,7 +186,8 @@ class VectorStore:
             end = start + step
             self.collection.upsert(
                 ids=list(ids[start:end]),
-                embeddings=[list(map(float, e)) for e in embeddings[start:end]],
+                # one float32 matrix: what Chroma converts every vector to anyway
+                embeddings=np.asarray(embeddings[start:end], dtype=np.float32),
                 metadatas=list(metadatas[start:end]),
             )
 
