@@ -159,6 +159,11 @@ _SUPPORT_VERBS = frozenset(
     "进行 加以 给予 予以 作出 做出 开展 从事 实施 实行 发生 完成 采取 采用 参与 参加 举行 开始 推出 "
     "出现 存在 经历 遭遇 获得 取得".split()
 )
+# reporting verbs: "报告中提到的X" presupposes a report about X, not another fact
+_REPORTING_VERBS = frozenset(
+    "提到 提及 谈到 披露 记载 记录 载明 写明 列明 列出 显示 表明 指出 说明 描述 介绍 涉及 报告 "
+    "公布 公告 发布".split()
+)
 _GENERIC_AFFIXES = sorted(
     (w for w in GENERIC if len(w) >= 2 and re.fullmatch(r"[\u4e00-\u9fff]+", w)),
     key=len,
@@ -1012,9 +1017,14 @@ def analyze_question(question: str) -> QuestionAnalysis:
 
 
 # ----- matching ----------------------------------------------------------------------------------
+_CLAUSE_CHAR = r"[^、，,。；;：:！!？?\s]"  # a char within one list item or clause
+
+
 @lru_cache(maxsize=4096)
-def _window_pattern(term: str) -> re.Pattern[str]:
-    gap = f".{{0,{max(4, len(term))}}}"
+def _window_pattern(term: str, clause: bool = False) -> re.Pattern[str]:
+    """The term's chars in order, a few chars apart (``clause``: not across a list or clause
+    separator: "高血压、糖尿病" holds no 血糖)."""
+    gap = f"{_CLAUSE_CHAR if clause else '.'}{{0,{max(4, len(term))}}}"
     return re.compile(gap.join(re.escape(c) for c in term))
 
 
@@ -1167,8 +1177,9 @@ class Passage:
         version = node.node.metadata.get("version") if node is not None else None
         self.version: int | None = int(version) if version is not None else None
 
-    def match(self, term: str, window_credit: float = 0.75) -> float:
-        """1 for an exact match, partial credit for a fuzzy one, 0 when absent."""
+    def match(self, term: str, window_credit: float = 0.75, clause: bool = False) -> float:
+        """1 for an exact match, partial credit for a fuzzy one, 0 when absent (``clause``: a
+        fuzzy match of the chars in order within one list item or clause only)."""
         if term in self.text:
             return 1.0
         if _is_ascii_word(term):
@@ -1186,7 +1197,7 @@ class Passage:
         # in a table the words of an attribute are paraphrased in the title and the column names;
         # chars scattered over the cells (company and place names) say nothing
         text = self.header if self.header is not None else self.text
-        if len(term) <= 4 and _window_pattern(term).search(text):
+        if len(term) <= 4 and _window_pattern(term, clause).search(text):
             score = window_credit
         if len(term) >= 3:
             grams = [term[i : i + 2] for i in range(len(term) - 1)]
@@ -1388,7 +1399,8 @@ class GateDecision:
 def _presupposed(sub: SubQuestion) -> list[str]:
     """The words the asked predicate presupposes: nouns and nominalised events of two chars or
     more (dictionary words, not support, light or generic words). A verb used as the predicate
-    ("在哪个法院受审", "被判定犯了") is left out: the text words it its own way (审理, 判处)."""
+    ("在哪个法院受审", "被判定犯了") is left out: the text words it its own way (审理, 判处), and so
+    is a reporting verb ("报告中提到的…")."""
     _jieba()
     import jieba
 
@@ -1398,6 +1410,7 @@ def _presupposed(sub: SubQuestion) -> list[str]:
         if len(t) >= 2
         and not _is_ascii_word(t)
         and t not in _SUPPORT_VERBS
+        and t not in _REPORTING_VERBS
         and sub.pos.get(t, 1.0) > LIGHT_WEIGHT
         and jieba.dt.FREQ.get(t, 0) > 0
         and not (sub.pos.get(t, 1.0) < 1.0 and re.search(re.escape(t) + _PREDICATE_AFTER, sub.text))
@@ -1504,7 +1517,23 @@ class EvidenceGate(BaseNodePostprocessor):
     check_presupposed: bool = Field(
         True,
         description="A word the question presupposes that no chunk of the knowledge base holds "
-        "must occur (loosely) in the entity's documents, when they were all read (prose).",
+        "(or at most presupposed_max_share of them) must occur (loosely) in the entity's "
+        "documents, when they were all read (prose).",
+    )
+    presupposed_max_share: float = Field(
+        0.005,
+        ge=0,
+        le=1,
+        description="Presupposed words this rare in the knowledge base (share of its chunks that "
+        "hold them; 0: only words no chunk holds) are checked in the entity's documents: a "
+        "word the corpus hardly uses is no paraphrase of its own (绿色产品 for 环保产品), so "
+        "one held only by other entities' documents (数据泄露) is not there to answer from.",
+    )
+    lay_types: list[str] = Field(
+        default_factory=lambda: ["yesno", "how", "reason"],
+        description="Answer types whose question lays out a situation in the asker's own words "
+        '("…有牵连，人民法院会怎么处理"): the text words it otherwise, so only the presupposed '
+        "words no chunk holds are checked there (not the rare ones).",
     )
     window_credit: float = Field(
         0.75, ge=0, le=1, description="Credit for a term whose chars occur in order nearby."
@@ -1546,13 +1575,15 @@ class EvidenceGate(BaseNodePostprocessor):
             _DF[url] = (stamp, total, cached)
         return idf_weights(list(terms), {t: cached[t] for t in terms}, total)
 
-    def _unseen(self, terms: Sequence[str]) -> list[str]:
-        """The terms no chunk in the keyword index holds (document frequency 0)."""
+    def _rare(self, terms: Sequence[str], max_share: float = 0.0) -> list[str]:
+        """The terms at most ``max_share`` of the chunks in the keyword index hold (0: the terms
+        no chunk holds, document frequency 0)."""
         if self._ledger is None or not terms:
             return []
         self._weights(terms)  # fills the document-frequency cache
-        cached = _DF.get(self._ledger.url, (0.0, 0, {}))[2]
-        return [t for t in terms if cached.get(t, 1) == 0]
+        _, total, cached = _DF.get(self._ledger.url, (0.0, 0, {}))
+        limit = max_share * total
+        return [t for t in terms if cached.get(t, total + 1) <= limit]
 
     def _allowed(self, doc_ids: Sequence[str]) -> list[str]:
         if self.doc_ids is None:
@@ -1861,14 +1892,19 @@ class EvidenceGate(BaseNodePostprocessor):
                     "source": source,
                 }
                 unseen = (
-                    self._unseen(_presupposed(sub))
+                    self._rare(
+                        _presupposed(sub),
+                        0.0 if sub.answer_type in self.lay_types else self.presupposed_max_share,
+                    )
                     if ok and self.check_presupposed and use_lookup and docs and name
                     else []
                 )
                 if unseen:
                     # "通过破产重整减少了多少负债": a word the question presupposes that no chunk of
-                    # the knowledge base holds, and no passage of the entity's (prose) documents
-                    # mentions even loosely, is not there to answer from
+                    # the knowledge base holds (or hardly any: "数据泄露" in another company's
+                    # report), and no passage of the entity's (prose) documents mentions even
+                    # loosely (its chars in order within one list item or clause), is not there
+                    # to answer from
                     key = "|".join(sorted(docs))
                     if key not in scanned:
                         scanned[key] = self._scan(sorted(docs), tenant, versions)
@@ -1876,7 +1912,10 @@ class EvidenceGate(BaseNodePostprocessor):
                     absent = [
                         t
                         for t in unseen
-                        if not any(p.match(t, self.window_credit) for p in group + doc_passages)
+                        if not any(
+                            p.match(t, self.window_credit, clause=True)
+                            for p in group + doc_passages
+                        )
                     ]
                     if absent and complete and not any(p.columns for p in doc_passages):
                         check.update(ok=False, typed=False, absent_terms=absent)

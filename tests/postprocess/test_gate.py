@@ -731,6 +731,118 @@ def test_a_presupposed_event_no_document_mentions(near_miss: str, twin: str) -> 
     assert not run(near_miss, check_presupposed=False).refused  # what the rule adds
 
 
+# another company's report: the only chunk of the knowledge base that mentions a data leak
+LEAK_REPORT = [
+    "蓝鲸物流有限公司2021年度报告",
+    "2021年7月，蓝鲸物流有限公司发生一起数据泄露事件，约十万条客户信息外泄。",
+    "2021年8月，蓝鲸物流有限公司启动仓储自动化改造，投入资金800万元。",
+]
+FILLER = [f"第{i}号公告：公司按计划召开例行经营会议，审议日常事项。" for i in range(5)]
+
+
+def presupposed_run(
+    question: str, docs: dict[str, list[str]], evidence: Sequence[str], **settings: object
+):  # type: ignore[no-untyped-def]
+    ledger = FakeLedger(docs)
+    ledger.url = f"memory://gate-test-rare/{question}/{sorted(docs)}/{sorted(settings.items())}"
+    gate = EvidenceGate(ledger=ledger, **settings)  # type: ignore[arg-type]
+    return gate.decide(question, ledger_nodes(ledger, *evidence))
+
+
+@pytest.mark.parametrize(
+    ("near_miss", "twin"),
+    [
+        (
+            "星河数据科技有限公司通过数据泄露事件减少了多少负债？",
+            "星河数据科技有限公司通过债务重组减少了多少负债？",
+        ),
+        (
+            "星河数据科技有限公司何时发生了数据泄露事件？",
+            "星河数据科技有限公司何时发生了道德与诚信事件？",
+        ),
+    ],
+)
+def test_a_presupposed_event_only_another_entity_mentions(near_miss: str, twin: str) -> None:
+    """数据泄露 is in the knowledge base, but only in another company's report: a word this rare
+    in the corpus that the entity's documents (all read) do not hold is not there to answer
+    from. Where the word is common in the corpus it is not judged: the corpus's own label for
+    such events, which an entity's report may word otherwise."""
+    docs = {"rep-a": REPORT, "rep-b": LEAK_REPORT, "fill": FILLER}  # 泄露: 1 of 11 chunks
+    refused = presupposed_run(near_miss, docs, ["rep-a:1:1"], presupposed_max_share=0.1)
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    assert refused.details["checks"][0]["absent_terms"] == ["泄露"]
+    assert not presupposed_run(twin, docs, ["rep-a:1:1"], presupposed_max_share=0.1).refused
+    # what the rule adds: only the words no chunk holds (the rule before it)
+    assert not presupposed_run(near_miss, docs, ["rep-a:1:1"], presupposed_max_share=0).refused
+    # 数据泄露 in 3 of 13 chunks: no rare word, not judged
+    common = {**docs, "rep-c": LEAK_REPORT[1:], "rep-d": LEAK_REPORT[1:2]}
+    assert not presupposed_run(near_miss, common, ["rep-a:1:1"], presupposed_max_share=0.1).refused
+
+
+def test_a_rare_presupposed_word_is_matched_within_a_list_item() -> None:
+    """ "否认高血压、糖尿病" holds the chars of 血糖 in order, across two items of a list: no loose
+    mention of the blood sugar another patient's record gives."""
+    from rag_app.postprocess.gate import Passage
+
+    history = Passage(None, "既往史：否认高血压、糖尿病病史。", "rec", 0)
+    assert history.match("血糖", 0.75) == 0.75  # the coverage checks' loose match
+    assert history.match("血糖", 0.75, clause=True) == 0.0
+    # within one item the loose match stays ("空腹血浆葡萄糖" ~ 血糖)
+    assert (
+        Passage(None, "空腹血浆葡萄糖7.8mmol/L", "rec", 0).match("血糖", 0.75, clause=True) == 0.75
+    )
+    docs = {
+        "r-a": [
+            "住院病历 姓名：王某某 性别：男 年龄：45岁",
+            "既往史：否认高血压、糖尿病病史。入院查体：体温36.6℃，血压130/80mmHg。",
+        ],
+        "r-b": ["住院病历 姓名：李某 性别：女 年龄：60岁", "辅助检查：空腹血糖7.8mmol/L。"],
+        "r-c": ["住院病历 姓名：张某 性别：女 年龄：30岁", "入院查体：体温37.2℃，血压120/70mmHg。"],
+    }
+    near_miss = presupposed_run(
+        "王某某的血糖是多少？", docs, ["r-a:1:1"], presupposed_max_share=0.2
+    )
+    assert near_miss.refused and near_miss.reason == "attribute_missing", near_miss.details
+    assert near_miss.details["checks"][0]["absent_terms"] == ["血糖"]
+    assert not presupposed_run("王某某的血压是多少？", docs, ["r-a:1:1"]).refused
+
+
+def test_a_lay_question_words_its_situation_itself() -> None:
+    """ "…有牵连，人民法院会怎么处理": a how (yes/no, why) question lays out the asker's situation in
+    their own words; a rare one of them (牵连, held by another statute) missing from the named
+    institution's documents is no near miss (only the words no chunk holds are checked there)."""
+    loan = [
+        "最高人民法院关于审理民间借贷案件适用法律若干问题的规定",
+        "人民法院立案后，发现民间借贷行为本身涉嫌非法集资犯罪的，应当裁定驳回起诉，并将涉嫌非法"
+        "集资犯罪的线索、材料移送公安或者检察机关。",
+        "人民法院立案后，发现与民间借贷纠纷案件虽有关联但不是同一事实的涉嫌非法集资等犯罪的线索、"
+        "材料的，人民法院应当继续审理民间借贷纠纷案件，依法处理借贷款项。",
+    ]
+    docs = {"loan": loan, "cpl": ["刑事诉讼法", "与本案有牵连的其他犯罪嫌疑人，可以并案处理。"]}
+    docs["fill"] = FILLER
+    question = (
+        "民间借贷中的款项与非法集资犯罪有牵连，但其本身并非非法集资犯罪款项的情况，人民法院会怎么"
+        "处理呢？"
+    )
+    evidence = ["loan:1:1", "loan:1:2"]
+    passed = presupposed_run(question, docs, evidence, presupposed_max_share=0.2)
+    assert not passed.refused, passed.details
+    strict = presupposed_run(question, docs, evidence, presupposed_max_share=0.2, lay_types=[])
+    assert strict.refused and strict.details["checks"][0]["absent_terms"] == ["牵连"]
+
+
+def test_a_reporting_verb_is_not_presupposed() -> None:
+    """ "报告中提到的股东大会" presupposes a report about the meeting; 提到 itself is no fact the
+    report must word that way (no chunk here holds it)."""
+    docs = {"rep-a": REPORT, "rep-b": LEAK_REPORT}
+    question = "星河数据科技有限公司在年度报告中提到的股东大会是何时召开的？"
+    passed = presupposed_run(question, docs, ["rep-a:1:2"])
+    assert not passed.refused, passed.details
+    near_miss = "星河数据科技有限公司在年度报告中提到的罢工事件减少了多少负债？"
+    refused = presupposed_run(near_miss, docs, ["rep-a:1:1"])
+    assert refused.refused and refused.details["checks"][0]["absent_terms"] == ["罢工"]
+
+
 def test_a_predicate_verb_is_not_presupposed() -> None:
     """ "被判定犯了什么罪": the asked verb is the text's to word (判处), unlike an event noun."""
     ledger = FakeLedger(
