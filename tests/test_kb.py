@@ -145,6 +145,68 @@ class TestIngest:
         )
         assert [(d, t) for _, d, t in seen] == [(1, 3), (2, 3), (3, 3)]
 
+    def test_many_files_are_written_in_groups_and_reported_in_order(
+        self, kb, tmp_path, monkeypatch
+    ):
+        import rag_app.kb as kb_module
+
+        monkeypatch.setattr(kb_module, "WRITE_GROUP_VECTORS", 3)
+        docs = tmp_path / "docs"
+        names = [f"{i:02d}.md" for i in range(7)]
+        for i, name in enumerate(names):
+            write(docs / name, f"# 第{i}号文件\n\n本文件编号为{i}，内容各不相同。\n")
+        write(docs / "03b.md", "")  # fails while staged, between files waiting for their group
+        calls: list[int] = []
+        upsert = kb.vectors.upsert
+
+        def counting(ids, embeddings, metadatas):  # type: ignore[no-untyped-def]
+            calls.append(len(ids))
+            return upsert(ids, embeddings, metadatas)
+
+        monkeypatch.setattr(kb.vectors, "upsert", counting)
+        seen: list[int] = []
+        report = kb.ingest([docs], progress=lambda r, d, t: seen.append(d))
+        assert [Path(f.path).name for f in report.files] == sorted([*names, "03b.md"])
+        assert [f.status for f in report.files].count("SUCCESS") == 7
+        assert sorted(seen) == list(range(1, 9))
+        # one upsert per group of files reaching 3 vectors, not one per file
+        assert len(calls) < 7 and sum(calls) == report.total_chunks
+        assert vector_ids(kb) == active_ids(kb) and len(active_ids(kb)) == report.total_chunks
+        assert kb.retrieve("编号为5", top_k=1)[0].doc_id == report.files[6].doc_id
+
+    def test_a_failed_group_write_fails_its_files_and_keeps_their_old_versions(
+        self, kb, tmp_path, monkeypatch
+    ):
+        import rag_app.kb as kb_module
+
+        docs = tmp_path / "docs"
+        for i in range(4):
+            write(docs / f"{i}.md", f"# 文件{i}\n\n旧版本内容{i}。\n")
+        kb.ingest([docs])
+        before = active_ids(kb)
+        for i in range(4):
+            write(docs / f"{i}.md", f"# 文件{i}\n\n新版本内容{i}。\n")
+        monkeypatch.setattr(kb_module, "WRITE_GROUP_VECTORS", 2)
+        upsert, calls = kb.vectors.upsert, []
+
+        def second_fails(ids, embeddings, metadatas):  # type: ignore[no-untyped-def]
+            calls.append(ids)
+            if len(calls) == 2:
+                raise RuntimeError("chroma went away")
+            return upsert(ids, embeddings, metadatas)
+
+        monkeypatch.setattr(kb.vectors, "upsert", second_fails)
+        report = kb.ingest([docs])
+        failed = [f for f in report.files if f.status == "FAILED"]
+        assert len(calls) >= 2 and failed
+        assert all("chroma went away" in (f.reason or "") for f in failed)
+        assert {f.doc_id for f in failed} == {i.split(":")[0] for i in calls[1]}
+        for f in report.files:
+            doc = kb.document(f.doc_id)
+            assert doc.version == (1 if f.status == "FAILED" else 2)
+        assert before & active_ids(kb)  # the failed files' old versions are still served
+        assert vector_ids(kb) >= active_ids(kb)
+
 
 class TestBadInput:
     def test_each_bad_file_fails_alone_and_the_rest_ingests(self, kb, tmp_path):
@@ -275,3 +337,19 @@ def test_report_is_json_serializable(kb, tmp_path):
     report = kb.ingest([path])
     data = json.loads(report.model_dump_json())
     assert data["files"][0]["status"] == "SUCCESS"
+
+
+def test_ingestion_lowers_the_switch_interval_and_restores_it(tmp_path, embed_model):
+    import sys
+
+    seen: list[float] = []
+    kb = KnowledgeBase.open(tmp_path / "kb", embed_model=embed_model, ingest_switch_interval_ms=0.5)
+    try:
+        before = sys.getswitchinterval()
+        write(tmp_path / "docs" / "a.md", MANUAL_V1)
+        write(tmp_path / "docs" / "b.txt", POLICY)
+        kb.ingest([tmp_path / "docs"], progress=lambda *_: seen.append(sys.getswitchinterval()))
+        assert seen and all(abs(v - 0.0005) < 1e-9 for v in seen)
+        assert sys.getswitchinterval() == before
+    finally:
+        kb.close()
