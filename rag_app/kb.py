@@ -135,7 +135,8 @@ class _Prefetcher:
     the ledger's state of a document, stay in ``_ingest_file``, file after file, in their order. A
     prepared result is used only when the file's content hash still matches; files that would be
     unchanged, skipped or rejected are not prepared. At most two files are held prepared (the one
-    being written and the next), so memory stays bounded.
+    being staged and the next), besides the write group (``WRITE_GROUP_VECTORS``), so memory stays
+    bounded.
     """
 
     def __init__(self, kb: KnowledgeBase, files: Sequence[_InputFile], tenant: str) -> None:
