@@ -23,6 +23,14 @@ gold documents ("费某和柳某某的职业" → "…的血型", "…的净利�
 "…破产重整"), and run on the original question's evidence. The calibration half's probes are
 reported per rule; the check half's only as totals.
 
+*Record probes* (``RECORD_PROBE_FAMILIES``) are built anew rather than by a swap, so that they ask
+other kinds of things than the templates above: for each person an answerable medical or law
+question names, "根据{hospital/court}的{住院病历/判决书}，{person}{predicate}" with a predicate asking
+a record field the records lack (主治医师, 用药剂量, 随访时间, 二审结果, 羁押地点…), a personal fact
+(工作单位, 兴趣爱好, 婚姻状况…) or an effect or reason ("…的病情对其工作有何影响", "…上诉的理由是
+什么"), in the dataset's phrasings; the asked word and its synonyms must be in none of the
+person's gold documents. Reported per family on the calibration half, as totals on the check half.
+
 The evidence is what the gate sees in ``KnowledgeBase.ask``: hybrid retrieval → LexicalReranker →
 top 5 (cached in ``benchmarks/.cache/gate-*.pkl``); the gate then runs with the KB's ledger (its
 look-ups in the entity's documents included). Baseline: the best single score threshold (top
@@ -277,6 +285,159 @@ def dragon_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAIt
     return out
 
 
+# record near-miss probes, built anew from the entities of answerable questions: "根据{scope}的
+# {doctype}，{person}{predicate}" for a person an answerable medical or law question names, with
+# predicates asking what these records do not hold (unlike DRAGON_PROBE_RULES, which swap the
+# attribute inside the original wording). The calibration half's unanswerable questions ask a
+# person's private life (宠物, 最喜欢的…, 银行账户余额), family, the record's other people, and
+# effects and reasons ("婚姻状况对她的病情有何影响", "住院后为什么没有去上班"); these families ask
+# record fields the records lack, personal facts and effects, in the dataset's phrasings ("X的Y是
+# 什么/是多少/是谁/在哪里", "X有几个Y", "X是否…", "X为什么…", "X的Y对Z有何影响", "X的Y如何").
+# Each family: the document kind, and (predicate with {p} for the person, regex that must occur
+# in none of the person's gold documents: the asked word and its obvious synonyms). Per source
+# question, person and family one predicate whose absence check passes is picked by sha1;
+# duplicates within a half are dropped. Run on the source question's evidence.
+RECORD_PROBE_FAMILIES: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    # fields of a hospital record that these records do not have
+    "med_record_field": (
+        "住院病历",
+        [
+            ("{p}的主治医师是谁", "主治|医生|大夫"),
+            ("{p}每次服药的剂量是多少", r"剂量|mg|毫克|ml|毫升|\d\s*g|片|粒|支|袋"),
+            ("{p}的住院费用总计多少元", "费用|元|花费|自费|医疗费"),
+            ("{p}的医保类型是什么", "医保|保险|医疗保障|自费"),
+            ("{p}的病床号是多少", "床"),
+            ("{p}接受了哪种麻醉", "麻醉"),
+            ("{p}出院后的随访时间是什么时候", "随访|复查|复诊|门诊"),
+            ("{p}转院的原因是什么", "转院|转入|转至|转诊|转科"),
+            ("{p}为什么被转入重症监护室", "重症|ICU|监护室"),
+            ("{p}的护理等级是几级", "护理"),
+            ("{p}的心电图检查结果如何", "心电图|ECG|心电"),
+            ("{p}的核酸检测结果是什么", "核酸"),
+            ("{p}的出院带药有哪些", "带药|出院"),
+            ("{p}的预后如何", "预后"),
+        ],
+    ),
+    # a patient's personal facts a hospital record does not give
+    "med_personal": (
+        "住院病历",
+        [
+            ("{p}的工作单位是哪里", "单位|公司|学校|就职|任职|工作于|供职|受雇"),
+            ("{p}的联系电话是多少", "电话|手机|号码|联系方式"),
+            ("{p}的文化程度是什么", "文化程度|学历|毕业|大学|中学|小学"),
+            ("{p}每月的收入有多少", "收入|工资|薪|月入"),
+            ("{p}平时有哪些兴趣爱好", "爱好|兴趣|喜欢|喜爱"),
+            ("{p}家里养了什么宠物", "宠物|猫|狗|犬|鸟"),
+            ("{p}的身份证号码是多少", "身份证|证件"),
+            ("{p}住院期间由谁陪护", "陪护|陪同|陪伴|护工|家属"),
+            ("{p}的紧急联系人是谁", "联系人|联系"),
+            ("{p}每周锻炼几次", "锻炼|运动|健身"),
+            ("{p}的配偶从事什么工作", "配偶[^。]{0,15}(?:职业|工作|从事|任职)|丈夫|妻子"),
+            ("{p}的微信号是什么", "微信"),
+            ("{p}有没有购买商业保险", "保险"),
+        ],
+    ),
+    # effects, reasons and events around the illness that the record does not tell
+    "med_effect": (
+        "住院病历",
+        [
+            (
+                "{p}的病情对其工作有何影响",
+                "影响[^。]{0,6}工作|工作[^。]{0,10}影响|无法工作|不能工作|停工|病假",
+            ),
+            ("{p}住院期间为什么没有按时服药", "未按时|漏服|没有按时|拒绝服药|依从"),
+            ("{p}的疾病是否会遗传给下一代", "遗传"),
+            ("{p}出院后多久可以恢复工作", "恢复工作|复工|返岗|上班|休假"),
+            ("{p}的症状是由哪种食物引起的", "进食|食用|吃|饮食后|食物后|餐后|饭后"),
+            ("{p}的病情是否影响了其家人的生活", "家人|家属|家庭(?!史)"),
+            ("{p}在发病前是否去外地旅游过", "旅游|旅行|外地|出差"),
+            ("{p}对医院的服务是否满意", "满意"),
+            ("{p}住院期间的情绪为什么低落", "情绪|心情|低落|抑郁|焦虑"),
+        ],
+    ),
+    # what a judgment does not record about its case
+    "law_case": (
+        "判决书",
+        [
+            ("{p}案件的二审结果是什么", "二审|终审|维持原判|改判|驳回上诉"),
+            ("{p}赔偿了被害人多少钱", "赔偿|赔付|补偿|退赔|退还|返还"),
+            ("{p}支付了多少律师费", "律师费|代理费"),
+            ("{p}被羁押在哪个看守所", "羁押|看守所|关押"),
+            ("{p}作案时使用了什么工具", "工具|凶器|刀|棍|棒|枪|锤|器械|车"),
+            ("{p}案中被害人的年龄是多少", "岁|(?:被害|受害)人[^。]{0,20}出生|年龄"),
+            ("{p}作案当天的天气如何", "天气|下雨|雨天|晴天|大雪|大风|阴天|暴雨"),
+            ("{p}是否获得了减刑", "减刑|假释"),
+            ("{p}是否被取保候审", "取保候审|保释|监视居住"),
+            ("{p}案件的审理期限是多长时间", "审理期限|审限|期限"),
+            ("{p}在服刑期间表现如何", "服刑期间|改造|表现"),
+            ("{p}上诉的理由是什么", "上诉理由|上诉称|上诉人"),
+            ("{p}的罚金是否已经缴清", "缴清|缴纳|已缴|交纳"),
+        ],
+    ),
+    # a defendant's personal facts a judgment does not give
+    "law_personal": (
+        "判决书",
+        [
+            ("{p}的婚姻状况如何", "婚|配偶|妻|丈夫|离异|单身"),
+            ("{p}有几个子女", "子女|儿子|女儿|孩子|育有"),
+            ("{p}每月的收入是多少", "收入|工资|薪|月入"),
+            ("{p}的联系电话是多少", "电话|手机|号码|联系方式"),
+            ("{p}的身份证号码是多少", "身份证|身份号码|证件"),
+            ("{p}的籍贯是哪里", "籍贯|户籍|祖籍|出生地|生于|人氏"),
+            ("{p}平时有什么兴趣爱好", "爱好|兴趣|喜欢|喜爱"),
+            ("{p}的身体健康状况如何", "健康|身体状况|疾病|患有|病史"),
+            ("{p}的政治面貌是什么", "政治面貌|党员|群众|团员"),
+            ("{p}的文化程度是什么", "文化程度|学历|毕业|大学|中学|小学|文盲"),
+            ("{p}的父亲从事什么职业", "父亲|父母"),
+            ("{p}驾驶的车辆是什么品牌", "品牌|牌子|型号"),
+            ("{p}的电子邮箱是什么", "邮箱|邮件|email"),
+        ],
+    ),
+}
+_RECORD_SCOPE = re.compile(r"^根据(?P<orgs>[^，,]+?)的(?P<kind>住院病历|判决书)[，,]")
+
+
+def record_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAItem, str, str]]:
+    """(answerable source item, probe question, family) per source question, person it names
+    (found in one of its gold documents together with one of its scope's organisations) and
+    family whose document kind the question is scoped to; per half without duplicates."""
+    out: list[tuple[QAItem, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for item in items:
+        m = _RECORD_SCOPE.match(item.question)
+        if not item.answerable or m is None:
+            continue
+        orgs = [o for o in re.split(r"和|与|、", m.group("orgs")) if o]
+        docs = [texts.get(Path(d).name, "") for d in item.gold_docs]
+        body = item.question[m.end() :]
+        people = list(dict.fromkeys(re.findall(r"([\u4e00-\u9fff]某某?)", body)))
+        for person in people:
+            if person[0] in "被告人害患者":
+                continue
+            own = [t for t in docs if person in t]
+            org = next((o for o in orgs for t in own if o in t), None)
+            if not own or org is None:
+                continue
+            for family, (kind, predicates) in RECORD_PROBE_FAMILIES.items():
+                if kind != m.group("kind"):
+                    continue
+                absent = [p for p, word in predicates if not any(re.search(word, t) for t in own)]
+                if not absent:
+                    continue
+                pick = int(hashlib.sha1(f"{item.id}|{person}|{family}".encode()).hexdigest(), 16)
+                label = person
+                if kind == "判决书" and pick % 3 == 0:
+                    label = "被告人" + person
+                elif kind == "住院病历" and pick % 3 == 0:
+                    label = "患者" + person
+                probe = f"根据{org}的{kind}，{absent[pick % len(absent)].format(p=label)}？"
+                if (half(item.id), probe) in seen:
+                    continue
+                seen.add((half(item.id), probe))
+                out.append((item, probe, family))
+    return out
+
+
 def dragon_probe_report(
     kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], **settings: Any
 ) -> dict[str, Any]:
@@ -303,6 +464,36 @@ def dragon_probe_report(
                 k: {"n": len(v), "refused": round(sum(v) / len(v), 4)} for k, v in per_rule.items()
             }
             out[part]["passed_probe_examples"] = [q for _, q, _, r in group if not r][:10]
+    return out
+
+
+def record_probe_report(
+    kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], **settings: Any
+) -> dict[str, Any]:
+    """Share of the record probes (RECORD_PROBE_FAMILIES) refused: per family and the probes let
+    through on the calibration half; the check half as totals only."""
+    gate = EvidenceGate(ledger=kb.ledger, **settings)
+    rows = [
+        (it, q, name, gate.decide(q, data[it.id]["nodes"]).refused)
+        for it, q, name in record_probes(items, document_texts(kb))
+    ]
+    out: dict[str, Any] = {}
+    for part in ("calibration", "check"):
+        group = [r for r in rows if half(r[0].id) == part]
+        refused = [r for *_, r in group]
+        out[part] = {
+            "record_probes": len(group),
+            "record_probes_refused": round(sum(refused) / len(refused), 4) if refused else None,
+        }
+        if part == "calibration":
+            per_family: dict[str, list[bool]] = defaultdict(list)
+            for _, _, name, r in group:
+                per_family[name].append(r)
+            out[part]["per_family"] = {
+                k: {"n": len(v), "refused": round(sum(v) / len(v), 4)}
+                for k, v in per_family.items()
+            }
+            out[part]["passed_probe_examples"] = [q for _, q, _, r in group if not r][:20]
     return out
 
 
@@ -571,6 +762,7 @@ def main() -> None:
     )
     baselines = [threshold_baseline(items, data, s) for s in ("dense_top", "top_coverage")]
     dragon_near = dragon_probe_report(kb, items, data, **settings)
+    record_near = record_probe_report(kb, items, data, **settings)
 
     srun = run_gate(skb, sample_items, sdata, **settings)
     sample = summarize(sample_items, srun["decisions"], split=False)["all"]
@@ -623,6 +815,12 @@ def main() -> None:
             f"| dragonball {name} ({r['near_miss_probes']} probes) | EvidenceGate | "
             f"{pct(r['near_miss_probes_refused'])} (near-miss probes) | – |"
         )
+    for name in ("calibration", "check"):
+        r = record_near[name]
+        print(
+            f"| dragonball {name} ({r['record_probes']} record probes) | EvidenceGate | "
+            f"{pct(r['record_probes_refused'])} (record probes) | – |"
+        )
     print(
         f"| sample KB ({sample['unanswerable']} / {sample['answerable']}) | EvidenceGate | "
         f"{pct(sample['unanswerable_refused'])} | {pct(sample['false_refusal'])} |"
@@ -634,6 +832,9 @@ def main() -> None:
             f"{pct(r['near_miss_probes_refused'])} (near-miss probes) | {pct(r['false_refusal'])} "
             f"({pct(r['false_refusal_gold_row_in_top5'])} where the gold row is in the top 5) |"
         )
+    print("\n### Record probes, calibration half, per family (share refused)\n")
+    for fam, v in record_near["calibration"]["per_family"].items():
+        print(f"- {fam}: {pct(v['refused'])} of {v['n']}")
     print("\n### Per category (share refused)\n")
     print("| category | calibration | check |")
     print("| --- | --- | --- |")
@@ -664,6 +865,12 @@ def main() -> None:
                 "built": "answerable questions, asked attribute swapped for one their gold "
                 "documents lack (DRAGON_PROBE_RULES); check half: totals only",
                 **dragon_near,
+            },
+            "dragonball_zh_record_probes": {
+                "built": "person of an answerable medical/law question, asked a record field, "
+                "personal fact or effect their gold documents lack (RECORD_PROBE_FAMILIES); "
+                "check half: totals only",
+                **record_near,
             },
             "dragonball_zh_without_lookup": no_lookup,
             "baselines": baselines,

@@ -19,6 +19,10 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          负债": 泄露) that no chunk of the knowledge base holds must occur, at least
                          loosely, in the entity's (prose) documents, all read -- a verb used as the
                          predicate ("被判定犯了什么罪") is the text's to word and is not checked;
+                         a predicate of verbs only is checked like any other ("是否获得了减刑",
+                         "住院期间由谁陪护": 住院期间 only says when) unless it links the entity
+                         to an individual of a class ("在哪个法院受审") or a lay question lays out
+                         its situation, and a noun with it must be there ("被羁押在哪个看守所");
 ``answer_type_missing``  the passages with the attribute hold no value of the type asked near it: a
                          number (not a date) for 多少/几/多久/更高/更显著/how many, in the sentence of
                          the asked noun, an amount of money for 金额/收入/资产; a date for
@@ -32,7 +36,10 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          for "销售哪些电子产品" a passage naming the class as more than a
                          modifier ("电子产品出口公司" names no member); a prison term may be
                          无期徒刑 or 死刑; the value may sit by a fuzzy mention of the head
-                         ("判刑" ~ "判处有期徒刑五年");
+                         ("判刑" ~ "判处有期徒刑五年"); about a named entity, "A对B有何影响"
+                         needs a sentence with B that states an effect (影响, 导致, 无法, 提高…),
+                         and "为什么…", "…的理由是什么" a sentence with the head that gives a cause
+                         (因, 由于, 认为…; "如不服本判决…提出上诉" gives none);
 ``low_coverage``         the best document covers too little of the question's content.
 
 Table chunks (a GFM header line and its ``|---|`` separator) are read by their columns: the asked
@@ -352,6 +359,25 @@ _HOURS_HEAD = re.compile(
     r"(?<!参加)(?:营业|开放|办公|上班|下班|门诊|接待|探视|探望|开馆|闭馆|开园|营运|运营|就餐|用餐)"
     r"(?:时间|时段|时候)$"
 )
+# "A对B有何影响", "A是否会影响B", "A如何影响B": the effect on B is asked; the answer states it
+_EFFECT_Q = re.compile(
+    r"对(?P<obj>[^，,。？?；;对]{1,20}?)(?:会|将|可能)?(?:有|产生|带来|造成)了?"
+    r"(?:何种|何|什么样?的?|哪些|怎样的?|多大的?)影响|"
+    r"(?:是否|会不会|能否|可能)(?:会|将)?影响(?:到)?(?P<obj2>[^，,。？?；;]{1,20})|"
+    r"如何影响(?:到)?(?P<obj3>[^，,。？?；;]{1,20})"
+)
+# words that state an effect or a change
+_EFFECT_WORDS = re.compile(
+    r"影响|导致|造成|致使|使得|使其|促使|引起|引发|妨碍|阻碍|无法|不能|难以|受限|加重|加剧|缓解|"
+    r"改善|好转|恶化|提高|提升|降低|减少|增加|增长|下降|上升|促进|推动|增强|减弱|优化|带来|"
+    r"有利于|不利于|有助于"
+)
+# a reason is asked ("为什么", "…的理由/原因是什么"); the answer gives it with a causal word
+_CAUSE_HEAD = re.compile(r"(?:理由|原因|缘由|缘故|动机)$")
+_CAUSE_WORDS = re.compile(
+    r"因|由于|鉴于|理由|原因|所以|导致|致使|造成|引起|引发|为了|所致|诱因|缘于|源于|出于|基于|系|"
+    r"认为|辩称|诉称|声称|主张"
+)
 _COUNTRY_ASKED = re.compile(r"(?:哪些|哪几个|哪个|哪一个|哪|什么|何)国家|哪国")
 
 
@@ -492,6 +518,11 @@ class SubQuestion:
     value: str = ""
     document_date: bool = False  # "根据…的判决书，判决日期": the document's own date
     members_of: str = ""  # "销售哪些电子产品": the class whose members are asked
+    effect_on: list[str] = field(default_factory=list)  # "A对B有何影响": the words of B
+    cause: bool = False  # "为什么…", "上诉的理由是什么": a reason is asked
+    category: bool = False  # "哪个法院", "哪种麻醉": an individual of a named class is asked
+    situated: bool = False  # clauses before the asked one lay out a situation ("包裹丢了，…吗")
+    worded: bool = True  # False: no question word ("请描述X的债务违约情况"), the terms as they come
 
     @property
     def head_has_noun(self) -> bool:
@@ -539,11 +570,16 @@ def _core(word: str) -> str:
     return word
 
 
+# words that make the word before them a time frame ("住院期间由谁陪护": 陪护 is asked)
+_TIME_FRAME = frozenset("期间 期内 之后 以后 之前 以前 过程中 当天 当日".split())
+
+
 def _content_terms(text: str, pos: dict[str, float] | None = None) -> list[str]:
     """Content words of ``text`` (generic type words, question words and numbers dropped);
     their part-of-speech weights go into ``pos``."""
     terms = []
-    for w, flag in _words(text):
+    words = _words(text)
+    for i, (w, flag) in enumerate(words):
         if w in GENERIC or w in _FILLER or _QW_ZH.fullmatch(w) or re.fullmatch(r"[\d.]+", w):
             continue
         if _COMPARATIVE.search(w) and not _is_ascii_word(w):
@@ -557,8 +593,10 @@ def _content_terms(text: str, pos: dict[str, float] | None = None) -> list[str]:
         terms.append(w)
         if pos is not None:
             weight = LIGHT_WEIGHT if w in _LIGHT else _pos_weight(flag)
-            if re.fullmatch(r"[\u4e00-\u9fff]{2,}时", w):
-                weight *= CONTEXT_WEIGHT  # "拍卖时": when, not what
+            if re.fullmatch(r"[\u4e00-\u9fff]{2,}时", w) or (
+                i + 1 < len(words) and words[i + 1][0] in _TIME_FRAME
+            ):
+                weight *= CONTEXT_WEIGHT  # "拍卖时", "住院期间": when, not what
             pos[w] = max(pos.get(w, 0.0), weight)
     return list(dict.fromkeys(terms))
 
@@ -617,6 +655,14 @@ def _name_tail(org: str) -> str:
         if len(core) == 1 and len(core[0][0]) >= 2 and core[0][1] in ("n", "vn"):
             return ""
     return org
+
+
+def _is_word(text: str) -> bool:
+    """A word of jieba's dictionary."""
+    _jieba()
+    import jieba
+
+    return jieba.dt.FREQ.get(text, 0) > 0
 
 
 def _not_surname(q: str, start: int, end: int) -> bool:
@@ -833,6 +879,15 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
             if len(segments) >= 2:
                 head_before = segments[-2]
         after_terms = _content_terms(head_after, pos)
+        if (
+            after_terms
+            and re.fullmatch(r"哪些|什么|哪种|哪一种|何种|哪类", m.group(0))
+            and after.strip() == after_terms[-1]
+            and len(after_terms[-1]) >= 2
+        ):
+            # "有哪些兴趣爱好", "从事什么工作": the phrase after the question word is a noun
+            # whatever the tagger says (爱好 is tagged as a verb), as in "X的Y"
+            pos[after_terms[-1]] = 1.0
         members_of = ""
         if qtype == "list" and m.group(0) == "哪些" and after_terms and "的" not in after:
             last = after_terms[-1]
@@ -930,11 +985,26 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
             clause, qtype, head, attribute, pos, subject, _squash(phrase), unit, value
         )
         sub.members_of = members_of
+        # "被评定为什么": 为 goes with the verb before it (定为), no reason is asked
+        before_qw = _words_raw(clause[: m.start()])
+        verb_wei = (
+            m.group(0) == "为什么"
+            and bool(before_qw)
+            and before_qw[-1][1].startswith("v")
+            and _is_word(before_qw[-1][0][-1] + "为")
+        )
+        sub.cause = (qtype == "reason" and not verb_wei) or _CAUSE_HEAD.search(raw_head) is not None
+        sub.category = category
+        sub.situated = bool(context.strip())
+        m_effect = _EFFECT_Q.search(clause)
+        if m_effect:
+            obj = next(g for g in m_effect.groups() if g is not None)
+            sub.effect_on = _drop_single_chars(_content_terms(_strip_entities(obj, entities)))
         subs.append(sub)
     if not subs and body.strip():
         pos = {}
         terms = _content_terms(_strip_entities(body, entities), pos)
-        subs.append(SubQuestion(body, "what", terms[-1:], terms, pos))
+        subs.append(SubQuestion(body, "what", terms[-1:], terms, pos, worded=False))
     return subs
 
 
@@ -1535,6 +1605,11 @@ class EvidenceGate(BaseNodePostprocessor):
         '("…有牵连，人民法院会怎么处理"): the text words it otherwise, so only the presupposed '
         "words no chunk holds are checked there (not the rare ones).",
     )
+    check_effects: bool = Field(
+        True,
+        description='About a named entity, "A对B有何影响" needs a sentence with B stating an '
+        'effect, and "为什么…" / "…的理由是什么" a sentence with the head giving a cause.',
+    )
     window_credit: float = Field(
         0.75, ge=0, le=1, description="Credit for a term whose chars occur in order nearby."
     )
@@ -1716,7 +1791,31 @@ class EvidenceGate(BaseNodePostprocessor):
         h = _coverage(p, sub.head, w, c, given) if sub.head and nouns else 1.0
         qualifiers = [e for e in anchors if e.kind in _QUALIFIERS]
         anchored = not nouns and any(_mentions(p, e) for e in anchors if e.kind not in _QUALIFIERS)
-        a = _coverage(p, sub.attribute, w, c, given) if sub.attribute and not anchored else 1.0
+        checked = sub.attribute
+        if anchored:
+            # ... only when it links the entity to an individual of a class ("在哪个法院受审": the
+            # text says 审理) or a lay question lays out its situation (below): otherwise the verb
+            # is what is asked ("是否获得了减刑", "由谁陪护", "每周锻炼几次") and is checked as
+            # usual. A noun of the predicate is no paraphrase of the verb ("被羁押在哪个看守所",
+            # "接受了哪种麻醉" need 看守所 / 麻醉) -- except after a light verb ("属于哪个行业": the
+            # class of the answer), in a comparison ("哪家公司更早": the class of the compared
+            # entities), and when no question word says what is asked ("请描述X的债务违约情况")
+            light = all(sub.pos.get(t, 1.0) <= LIGHT_WEIGHT for t in sub.head)
+            # a lay question words its situation itself ("包裹丢了，可以要求X赔偿吗"): its verb
+            # is the statute's to word, as for a class
+            linking = sub.category or (sub.situated and sub.answer_type in self.lay_types)
+            names = [e.text for e in anchors]
+            checked = (
+                []
+                if light or not sub.worded or _COMPARISON.search(sub.text)
+                else [
+                    t
+                    for t in sub.attribute
+                    if (sub.pos.get(t, 1.0) >= 1.0 or not linking)
+                    and not any(t in n for n in names)
+                ]
+            )
+        a = _coverage(p, checked, w, c, given) if checked else 1.0
         ok = h >= self.min_head_coverage and a >= self.min_attribute_coverage
         if ok and qualifiers:
             # "65周岁…10年交", "二次赔付": the numbers qualify the asked value, in the same passage
@@ -1728,7 +1827,11 @@ class EvidenceGate(BaseNodePostprocessor):
         if ok and self.min_last_head > 0 and nouns:
             last = [t for t in sub.head if sub.pos.get(t, 1.0) >= 1.0][-1]
             ok = max(p.match(last, c), (given or {}).get(last, 0.0)) >= self.min_last_head
-        return ok, ok and self._typed(sub, p), h, a
+        typed = ok and self._typed(sub, p)
+        if typed and self.check_effects and any(e.kind in _MAIN for e in anchors):
+            # about a named entity: an effect or a reason must be stated where the head is
+            typed = self._affects(sub, p) and self._caused(sub, p)
+        return ok, typed, h, a
 
     def _best(
         self,
@@ -2031,6 +2134,43 @@ class EvidenceGate(BaseNodePostprocessor):
                 if _UNKNOWN.search(text[a:b]):
                     continue  # "员工满意度从85%提高到了未知数值": the value asked is not given
             return True
+        return False
+
+    def _affects(self, sub: SubQuestion, passage: Passage) -> bool:
+        """ "A对B有何影响": a sentence of the passage with B (or its chars in order within a
+        clause) states an effect or a change (影响, 导致, 提高, 无法…); a record that names B only
+        in passing ("工作压力适中"), or not at all, does not."""
+        if not sub.effect_on:
+            return True
+        text = passage.lines
+        spots = [
+            (m.start(), m.end())
+            for t in sub.effect_on
+            for m in (
+                re.finditer(re.escape(t), text)
+                if t in text or not 2 <= len(t) <= 4
+                else _window_pattern(t, clause=True).finditer(text)
+            )
+        ]
+        for start, end in spots:
+            a, b = _scope_bounds(text, start, end, "sentence")
+            if _EFFECT_WORDS.search(text[a:b]):
+                return True
+        return False
+
+    def _caused(self, sub: SubQuestion, passage: Passage) -> bool:
+        """ "X为什么…", "X上诉的理由是什么": a sentence of the passage with a word of the head
+        gives a reason (因, 由于, 鉴于, 导致…); the notice "如不服本判决…提出上诉" gives none."""
+        if not sub.cause:
+            return True
+        text = passage.lines
+        for t in sub.head:
+            if len(t) < 2:
+                continue
+            for m in re.finditer(re.escape(t), text):
+                a, b = _scope_bounds(text, m.start(), m.end(), "sentence")
+                if _CAUSE_WORDS.search(text[a:b]):
+                    return True
         return False
 
     def _in_scope(self, found: list[Passage], scope: Sequence[Entity]) -> list[Passage]:

@@ -962,3 +962,113 @@ def test_a_class_of_organisations_is_not_looked_for() -> None:
     assert not decide(portrait, PORTRAIT).refused
     off_topic = decide(portrait, SERVER)
     assert off_topic.refused and off_topic.reason == "low_coverage", off_topic.details
+
+
+# ----- record near misses: the asked verb, the effect and the reason -------------------------
+CONVICT = (
+    "被告人赵某，男，1980年5月出生，汉族，住青川市玉门街86号。赵某因犯盗窃罪，"
+    "于2023年3月1日被刑事拘留，同年3月8日被逮捕，本院判处其有期徒刑三年。"
+)
+INPATIENT = (
+    "患者王某某，男，45岁，教师，因反复胸痛三天住院治疗。住院后完善心电图检查，"
+    "给予抗血小板治疗，病情稳定，症状明显缓解。"
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "near_miss", "twin"),
+    [
+        # a yes/no question asks its verb: 减刑 must be there
+        ("赵某是否获得了减刑？", CONVICT, CONVICT + "服刑期间赵某确有悔改表现，获得减刑六个月。"),
+        # "住院期间" is when; 陪护 is asked
+        ("王某某住院期间由谁陪护？", INPATIENT, INPATIENT + "住院期间由其妻子陪护。"),
+        # a noun of the predicate is no paraphrase of its verb
+        ("赵某被羁押在哪个看守所？", CONVICT, CONVICT + "赵某现羁押于青川市第一看守所。"),
+    ],
+)
+def test_the_verb_of_a_record_question_is_asked(question: str, near_miss: str, twin: str) -> None:
+    """A predicate of verbs only is not waved through because the passage names the entity:
+    the verb (and any noun with it) must be there, loosely."""
+    refused = decide(question, near_miss)
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    passed = decide(question, twin)
+    assert not passed.refused, passed.details
+
+
+def test_a_linking_verb_before_a_class_is_not_asked() -> None:
+    """ "在哪个法院受审", "属于哪个行业": an individual of a class is asked; the verb only links it
+    (the text says 审理, 从事); so does the verb of a lay question about a situation."""
+    court = "赵某盗窃一案，由青川市桐城区人民法院于2023年9月1日公开开庭审理。"
+    assert not decide("赵某在哪个法院受审？", court).refused
+    airline = "云翼航空有限公司主要从事国内航空客运业务，拥有客机32架。"
+    assert not decide("云翼航空有限公司属于哪个行业？", airline).refused
+    # without the entity the question is still refused
+    assert decide("赵某在哪个法院受审？", airline).refused
+
+
+@pytest.mark.parametrize(
+    ("question", "near_miss", "twin"),
+    [
+        (
+            "王某某的病情对其工作有何影响？",
+            INPATIENT + "患者职业为教师，工作压力适中。",
+            INPATIENT + "患者职业为教师，因胸痛频繁发作，目前无法正常工作。",
+        ),
+        (
+            "王某某的胸痛是否会影响他的睡眠？",
+            INPATIENT + "患者平素睡眠正常。",
+            INPATIENT + "患者夜间胸痛发作，严重影响睡眠。",
+        ),
+    ],
+)
+def test_an_effect_question_needs_the_effect(question: str, near_miss: str, twin: str) -> None:
+    """ "A对B有何影响": a record naming A and B apart states no effect of one on the other."""
+    refused = decide(question, near_miss)
+    assert refused.refused and refused.reason == "answer_type_missing", refused.details
+    passed = decide(question, twin)
+    assert not passed.refused, passed.details
+    assert not decide(question, near_miss, check_effects=False).refused  # what the rule adds
+
+
+@pytest.mark.parametrize(
+    ("question", "near_miss", "twin"),
+    [
+        (
+            "赵某上诉的理由是什么？",
+            CONVICT + "如不服本判决，可在接到判决书的第二日起十日内提出上诉。",
+            CONVICT + "赵某不服，提出上诉，认为原判量刑过重。",
+        ),
+        (
+            "王某某为什么没有按时服药？",
+            INPATIENT + "出院后继续按时服药，定期复查。",
+            INPATIENT + "住院第二天因恶心呕吐未能按时服药。",
+        ),
+    ],
+)
+def test_a_reason_question_needs_a_reason(question: str, near_miss: str, twin: str) -> None:
+    """ "X为什么…", "…的理由是什么" about a named person: a sentence with the asked words gives a
+    cause; the judgment's notice of the right to appeal gives none."""
+    refused = decide(question, near_miss)
+    assert refused.refused and refused.reason == "answer_type_missing", refused.details
+    passed = decide(question, twin)
+    assert not passed.refused, passed.details
+    assert not decide(question, near_miss, check_effects=False).refused  # what the rule adds
+
+
+def test_a_time_frame_is_context() -> None:
+    """ "住院期间由谁陪护": 住院 says when, it is not what is asked."""
+    sub = analyze_question("王某某住院期间由谁陪护？").subquestions[0]
+    assert sub.pos["住院"] < 1.0 and "陪护" in sub.head
+
+
+def test_the_phrase_after_the_question_word_is_a_noun() -> None:
+    """ "有哪些兴趣爱好": 兴趣爱好 is what is asked (the tagger calls it a verb), so a record that
+    only shares 平时 with the question does not answer it."""
+    question = "王某某平时有哪些兴趣爱好？"
+    sub = analyze_question(question).subquestions[0]
+    assert sub.pos["兴趣爱好"] == 1.0
+    near_miss = INPATIENT + "患者平时较少生病。"
+    refused = decide(question, near_miss)
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    passed = decide(question, near_miss + "患者的兴趣爱好包括钓鱼和登山。")
+    assert not passed.refused, passed.details
