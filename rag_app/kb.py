@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,39 +225,6 @@ class _Staged:
 WRITE_GROUP_VECTORS = 512
 
 
-_switch_lock = threading.Lock()
-_switch_users = 0
-_switch_saved = 0.0
-
-
-@contextmanager
-def _switch_interval(ms: float) -> Iterator[None]:
-    """Lower Python's GIL switch interval while ingestions run (process-wide; restored when the
-    last concurrent one ends).
-
-    The model embeds in threads that release the GIL inside numpy and must take it back between
-    operations; a thread running pure Python (chunking, jieba, SQLAlchemy) keeps it up to the
-    switch interval each time (5 ms by default). Measured on 256 laws chunks with a pure-Python
-    thread beside the model: 13-25 s at 5 ms, ~10 s at 0.5 ms, ~6 s alone.
-    """
-    global _switch_users, _switch_saved
-    if ms <= 0:
-        yield
-        return
-    with _switch_lock:
-        if _switch_users == 0:
-            _switch_saved = sys.getswitchinterval()
-            sys.setswitchinterval(min(_switch_saved, ms / 1000))
-        _switch_users += 1
-    try:
-        yield
-    finally:
-        with _switch_lock:
-            _switch_users -= 1
-            if _switch_users == 0:
-                sys.setswitchinterval(_switch_saved)
-
-
 # the prefetcher of the ``ingest`` running in this thread (``ingest_one`` never uses one)
 _PREFETCH: ContextVar[_Prefetcher | None] = ContextVar("rag_ingest_prefetch", default=None)
 
@@ -369,8 +333,7 @@ class KnowledgeBase:
                 progress(result, done, total)
         if files:
             _ = self.pipeline  # load the model once, before the first file (fails fast)
-        with _switch_interval(self.settings.ingest_switch_interval_ms):
-            self._ingest_files(files, tenant, report, progress, done=len(problems), total=total)
+        self._ingest_files(files, tenant, report, progress, done=len(problems), total=total)
         report.seconds = round(time.perf_counter() - started, 3)
         return report
 
@@ -441,8 +404,7 @@ class KnowledgeBase:
         """
         item = _InputFile(Path(path), rel_path or Path(path).name, explicit=True)
         _ = self.pipeline
-        with _switch_interval(self.settings.ingest_switch_interval_ms):
-            return self._ingest_file(item, tenant, doc_id=doc_id, force=force)
+        return self._ingest_file(item, tenant, doc_id=doc_id, force=force)
 
     def _ingest_file(
         self, item: _InputFile, tenant: str, *, doc_id: str | None = None, force: bool = False

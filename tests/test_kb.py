@@ -337,19 +337,3 @@ def test_report_is_json_serializable(kb, tmp_path):
     report = kb.ingest([path])
     data = json.loads(report.model_dump_json())
     assert data["files"][0]["status"] == "SUCCESS"
-
-
-def test_ingestion_lowers_the_switch_interval_and_restores_it(tmp_path, embed_model):
-    import sys
-
-    seen: list[float] = []
-    kb = KnowledgeBase.open(tmp_path / "kb", embed_model=embed_model, ingest_switch_interval_ms=0.5)
-    try:
-        before = sys.getswitchinterval()
-        write(tmp_path / "docs" / "a.md", MANUAL_V1)
-        write(tmp_path / "docs" / "b.txt", POLICY)
-        kb.ingest([tmp_path / "docs"], progress=lambda *_: seen.append(sys.getswitchinterval()))
-        assert seen and all(abs(v - 0.0005) < 1e-9 for v in seen)
-        assert sys.getswitchinterval() == before
-    finally:
-        kb.close()
