@@ -31,6 +31,14 @@ a record field the records lack (主治医师, 用药剂量, 随访时间, 二�
 什么"), in the dataset's phrasings; the asked word and its synonyms must be in none of the
 person's gold documents. Reported per family on the calibration half, as totals on the check half.
 
+*Finance probes* (``FINANCE_PROBE_FAMILIES``) do the same for the companies answerable finance
+questions name (as they name them): a report figure (研发人员数量, 海外收入占比, 商誉减值…), an event
+or party (员工持股计划, 股票回购, 审计机构, 环保处罚…), a reason or effect ("…的股票回购对其股价有何
+影响"), two companies compared on a fact neither gives, and two compared on a fact one gives and the
+other does not (净资产收益率, 员工满意度, 碳抵消项目…, the dataset's own unanswerable kind); the asked
+word and its synonyms (paraphrases such as "投资500万元用于社区发展" for 社区投资额 included) must be
+in none of the documents naming the company. Reported like the record probes.
+
 The evidence is what the gate sees in ``KnowledgeBase.ask``: hybrid retrieval → LexicalReranker →
 top 5 (cached in ``benchmarks/.cache/gate-*.pkl``); the gate then runs with the KB's ledger (its
 look-ups in the entity's documents included). Baseline: the best single score threshold (top
@@ -438,6 +446,189 @@ def record_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAIt
     return out
 
 
+# finance near-miss probes, built anew from the companies of answerable finance questions (whose
+# gold documents are company reports: figures, events with dates, ESG measures). The calibration
+# half's unanswerable finance questions compare two companies on a figure or event one of them
+# does not report ("比较A和B的员工满意度，哪家公司的员工满意度更高", "A和B分别在什么时间参与了
+# 慈善活动"); these families ask, in the dataset's phrasings (是多少/何时/哪些/是否/是谁/为什么/
+# 对…有何影响/哪家公司…更…), a report figure, an event or a reason no report of the company
+# gives, and comparisons where one of the two companies lacks the fact. Each predicate: (text
+# with {c} for the company as the question names it, regex that must occur in none of the
+# documents naming the company: the asked word and its obvious synonyms). "fin_compare_one"
+# takes (attribute, regex) pairs: the regex must match a document of the first company and none
+# of the second's ("A has it, B does not"). Per source question, company (pair) and family one
+# predicate is picked by sha1; duplicates within a half are dropped.
+FINANCE_PROBE_FAMILIES: dict[str, list[tuple[str, str]]] = {
+    # report figures these reports do not give
+    "fin_figure": [
+        ("{c}的研发人员数量是多少", "研发人员|研发团队|技术人员|科研人员"),
+        ("{c}的海外收入占营业收入的比例是多少", "海外|境外|国外|国际"),
+        ("{c}计提的商誉减值金额是多少", "商誉|减值"),
+        ("{c}的独立董事薪酬是多少", "独立董事|薪酬"),
+        ("{c}的分红比例是多少", "分红|股利|派息"),
+        ("{c}拥有多少项专利", "专利"),
+        ("{c}共有多少家门店", "门店|店铺|分店|网点|门市"),
+        ("{c}的毛利率是多少", "毛利"),
+        ("{c}的每股收益是多少", "每股收益|每股盈利|EPS"),
+        ("{c}的应收账款余额是多少", "应收"),
+        ("{c}的存货周转率是多少", "存货|周转"),
+        ("{c}控股股东质押了多少股份", "质押|控股股东"),
+        ("{c}的碳排放量是多少", "碳排放|二氧化碳|排放量"),
+        (
+            "{c}的研发投入占营业收入的比例是多少",
+            "研发投入|研发费用|研发支出|研发经费|投[^。]{0,8}研发|研发[^。]{0,8}投",
+        ),
+    ],
+    # events and parties these reports do not record
+    "fin_event": [
+        ("{c}何时实施了员工持股计划", "持股计划|股权激励|员工持股"),
+        ("{c}在哪一年进行了股票回购", "回购"),
+        ("{c}的审计机构是哪家会计师事务所", "审计|会计师事务所"),
+        ("{c}的前五大客户有哪些", "客户"),
+        ("{c}涉及哪些诉讼案件", "诉讼|起诉|仲裁|官司|纠纷"),
+        ("{c}何时受到了环保处罚", "处罚|罚款|罚单"),
+        ("{c}是否发生过安全生产事故", "事故"),
+        ("{c}的董事长是谁", "董事长"),
+        ("{c}的首席财务官是谁", "财务官|CFO|财务总监"),
+        ("{c}是否发行过可转换债券", "可转债|可转换"),
+        ("{c}是否获得了政府补助", "补助|补贴"),
+        ("{c}何时变更了会计政策", "会计政策"),
+        ("{c}的主要竞争对手有哪些", "竞争对手|对手|竞品"),
+    ],
+    # reasons and effects these reports do not tell
+    "fin_effect": [
+        ("{c}为什么更换了审计机构", "审计|会计师事务所"),
+        ("{c}的股票回购对其股价有何影响", "回购|股价"),
+        ("{c}的商誉减值对净利润有何影响", "商誉"),
+        ("{c}为什么实施员工持股计划", "持股计划|股权激励|员工持股"),
+        ("{c}的诉讼案件对公司经营有何影响", "诉讼|纠纷|仲裁"),
+        ("{c}受到的环保处罚对其声誉有何影响", "处罚|罚款"),
+        ("{c}为什么关闭了部分门店", "门店|关闭|关店"),
+        ("汇率波动对{c}的海外业务有何影响", "汇率|海外|境外"),
+        ("{c}的股权质押对公司控制权有何影响", "质押"),
+    ],
+    # two companies, a fact neither report gives
+    "fin_compare_both": [
+        ("比较{c}和{d}的研发人员数量，哪家公司的研发人员更多", "研发人员|研发团队|技术人员"),
+        ("{c}和{d}分别拥有多少项专利", "专利"),
+        ("比较{c}和{d}的毛利率，哪家公司的毛利率更高", "毛利"),
+        ("{c}和{d}分别在何时进行了股票回购", "回购"),
+        ("{c}和{d}的审计机构分别是哪家会计师事务所", "审计|会计师事务所"),
+        ("比较{c}和{d}的海外收入占比，哪家公司的海外收入占比更高", "海外|境外|国外"),
+        ("{c}和{d}的董事长分别是谁", "董事长"),
+        ("比较{c}和{d}的门店数量，哪家公司的门店更多", "门店|店铺|分店|网点"),
+    ],
+    # two companies, a fact the first company's report gives and the second's does not
+    "fin_compare_one": [
+        ("净资产收益率", "净资产收益率|ROE"),
+        ("员工满意度", "满意度"),
+        ("社区投资额", "社区[^。]{0,12}投资|投[^。]{0,12}社区"),
+        ("二氧化碳排放量", "二氧化碳|碳排放|排放量"),
+        ("能源消耗", "能源消耗|能耗|耗能|用电|耗电|能源使用"),
+        ("负债比率", "负债比率|负债率|负债[^。]{0,8}(?:比例|占)"),
+        ("营业利润", "营业利润"),
+        ("研发投入", "研发投入|研发费用|研发支出|投[^。]{0,8}研发|研发[^。]{0,8}投"),
+        ("员工人数", r"员工人数|员工总数|员工数量|\d+\s*名员工"),
+        ("市场份额", "市场份额|市场占有率|市占率"),
+        ("慈善活动", "慈善|捐赠|捐款|公益"),
+        ("碳抵消项目", "碳抵消|碳中和|碳汇"),
+        ("重大资产收购", "资产收购|收购"),
+        ("债务重组", "债务重组"),
+        ("大规模融资", "融资|募集|募资"),
+        ("股利发放", "股利|分红|派息"),
+    ],
+}
+# how "fin_compare_one" asks: figures compared, events dated or listed
+_FIN_COMPARE_FIGURE = [
+    "比较{c}和{d}的{a}，哪家公司的{a}更高",
+    "{c}和{d}的{a}分别是多少",
+]
+_FIN_COMPARE_EVENT = [
+    "比较{c}和{d}的{a}时间，哪家公司的{a}时间更早",
+    "{c}和{d}分别在何时进行了{a}",
+    "{c}和{d}分别有哪些{a}",
+]
+_FIN_EVENTS = {"慈善活动", "碳抵消项目", "重大资产收购", "债务重组", "大规模融资", "股利发放"}
+_COMPANY_SUFFIX = r"(?:股份有限公司|集团有限公司|有限公司|集团|公司)"
+
+
+def finance_companies(texts: dict[str, str]) -> dict[str, str]:
+    """Company stem ("盛达能源") → the first company report naming it, from the reports' opening
+    sentences ("盛达能源是一家…", "北京市建业集团有限公司成立于…")."""
+    out: dict[str, str] = {}
+    for name, text in sorted(texts.items()):
+        m = re.match(r"([\u4e00-\u9fffA-Za-z]{2,20}?)(?:是一家|是|成立于|于\d|在\d)", text)
+        if m is None or "法院" in m.group(1) or "医院" in m.group(1):
+            continue
+        stem = re.sub(_COMPANY_SUFFIX + "$", "", re.sub(r"^[\u4e00-\u9fff]{2}市", "", m.group(1)))
+        if len(stem) >= 2 and "公司" in text[:300]:
+            out.setdefault(stem, name)
+    return out
+
+
+def finance_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAItem, str, str]]:
+    """(answerable source item, probe question, family) per source finance question, company it
+    names (as it names it) and family, or per ordered pair of the companies it names for the
+    comparison families; per half without duplicates. The absence check runs over every
+    document that names the company, not only the question's gold documents."""
+    stems = finance_companies(texts)
+    docs_of = {s: [t for t in texts.values() if s in t] for s in stems}
+    out: list[tuple[QAItem, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(item: QAItem, probe: str, family: str) -> None:
+        if (half(item.id), probe) not in seen:
+            seen.add((half(item.id), probe))
+            out.append((item, probe, family))
+
+    for item in items:
+        if not item.answerable or "finance" not in (item.category or ""):
+            continue
+        named: list[tuple[str, str]] = []  # (stem, mention)
+        for stem in sorted(stems, key=len, reverse=True):
+            m = re.search(re.escape(stem) + _COMPANY_SUFFIX + "?", item.question)
+            if m and not any(m.group(0) in n for _, n in named):
+                named.append((stem, m.group(0)))
+        named.sort(key=lambda sn: item.question.index(sn[1]))
+        for stem, mention in named:
+            own = docs_of[stem]
+            for family in ("fin_figure", "fin_event", "fin_effect"):
+                absent = [
+                    p
+                    for p, w in FINANCE_PROBE_FAMILIES[family]
+                    if not any(re.search(w, t) for t in own)
+                ]
+                if not absent:
+                    continue
+                pick = int(hashlib.sha1(f"{item.id}|{stem}|{family}".encode()).hexdigest(), 16)
+                year = re.search(r"(\d{4}年)" + re.escape(mention), item.question)
+                label = (year.group(1) if year and pick % 2 else "") + mention
+                add(item, absent[pick % len(absent)].format(c=label) + "？", family)
+        for (s1, m1), (s2, m2) in itertools.permutations(named[:2], 2):
+            d1, d2 = docs_of[s1], docs_of[s2]
+            pick = int(hashlib.sha1(f"{item.id}|{s1}|{s2}".encode()).hexdigest(), 16)
+            both = [
+                p
+                for p, w in FINANCE_PROBE_FAMILIES["fin_compare_both"]
+                if not any(re.search(w, t) for t in d1 + d2)
+            ]
+            if both and s1 < s2:
+                add(item, both[pick % len(both)].format(c=m1, d=m2) + "？", "fin_compare_both")
+            one = [
+                a
+                for a, w in FINANCE_PROBE_FAMILIES["fin_compare_one"]
+                if any(re.search(w, t) for t in d1) and not any(re.search(w, t) for t in d2)
+            ]
+            if one:
+                attr = one[pick % len(one)]
+                forms = _FIN_COMPARE_EVENT if attr in _FIN_EVENTS else _FIN_COMPARE_FIGURE
+                form = forms[(pick // 7) % len(forms)]
+                # the company lacking the fact is named first or second, as it falls
+                c, d = (m1, m2) if pick % 2 else (m2, m1)
+                add(item, form.format(c=c, d=d, a=attr) + "？", "fin_compare_one")
+    return out
+
+
 def dragon_probe_report(
     kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], **settings: Any
 ) -> dict[str, Any]:
@@ -484,6 +675,36 @@ def record_probe_report(
         out[part] = {
             "record_probes": len(group),
             "record_probes_refused": round(sum(refused) / len(refused), 4) if refused else None,
+        }
+        if part == "calibration":
+            per_family: dict[str, list[bool]] = defaultdict(list)
+            for _, _, name, r in group:
+                per_family[name].append(r)
+            out[part]["per_family"] = {
+                k: {"n": len(v), "refused": round(sum(v) / len(v), 4)}
+                for k, v in per_family.items()
+            }
+            out[part]["passed_probe_examples"] = [q for _, q, _, r in group if not r][:20]
+    return out
+
+
+def finance_probe_report(
+    kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], **settings: Any
+) -> dict[str, Any]:
+    """Share of the finance probes (FINANCE_PROBE_FAMILIES) refused: per family and the probes
+    let through on the calibration half; the check half as totals only."""
+    gate = EvidenceGate(ledger=kb.ledger, **settings)
+    rows = [
+        (it, q, name, gate.decide(q, data[it.id]["nodes"]).refused)
+        for it, q, name in finance_probes(items, document_texts(kb))
+    ]
+    out: dict[str, Any] = {}
+    for part in ("calibration", "check"):
+        group = [r for r in rows if half(r[0].id) == part]
+        refused = [r for *_, r in group]
+        out[part] = {
+            "finance_probes": len(group),
+            "finance_probes_refused": round(sum(refused) / len(refused), 4) if refused else None,
         }
         if part == "calibration":
             per_family: dict[str, list[bool]] = defaultdict(list)
@@ -763,6 +984,7 @@ def main() -> None:
     baselines = [threshold_baseline(items, data, s) for s in ("dense_top", "top_coverage")]
     dragon_near = dragon_probe_report(kb, items, data, **settings)
     record_near = record_probe_report(kb, items, data, **settings)
+    finance_near = finance_probe_report(kb, items, data, **settings)
 
     srun = run_gate(skb, sample_items, sdata, **settings)
     sample = summarize(sample_items, srun["decisions"], split=False)["all"]
@@ -821,6 +1043,12 @@ def main() -> None:
             f"| dragonball {name} ({r['record_probes']} record probes) | EvidenceGate | "
             f"{pct(r['record_probes_refused'])} (record probes) | – |"
         )
+    for name in ("calibration", "check"):
+        r = finance_near[name]
+        print(
+            f"| dragonball {name} ({r['finance_probes']} finance probes) | EvidenceGate | "
+            f"{pct(r['finance_probes_refused'])} (finance probes) | – |"
+        )
     print(
         f"| sample KB ({sample['unanswerable']} / {sample['answerable']}) | EvidenceGate | "
         f"{pct(sample['unanswerable_refused'])} | {pct(sample['false_refusal'])} |"
@@ -834,6 +1062,9 @@ def main() -> None:
         )
     print("\n### Record probes, calibration half, per family (share refused)\n")
     for fam, v in record_near["calibration"]["per_family"].items():
+        print(f"- {fam}: {pct(v['refused'])} of {v['n']}")
+    print("\n### Finance probes, calibration half, per family (share refused)\n")
+    for fam, v in finance_near["calibration"]["per_family"].items():
         print(f"- {fam}: {pct(v['refused'])} of {v['n']}")
     print("\n### Per category (share refused)\n")
     print("| category | calibration | check |")
@@ -871,6 +1102,13 @@ def main() -> None:
                 "personal fact or effect their gold documents lack (RECORD_PROBE_FAMILIES); "
                 "check half: totals only",
                 **record_near,
+            },
+            "dragonball_zh_finance_probes": {
+                "built": "company of an answerable finance question, asked a report figure, "
+                "event, reason or effect no document naming it gives, or compared with the other "
+                "company on a fact one or both lack (FINANCE_PROBE_FAMILIES); check half: totals "
+                "only",
+                **finance_near,
             },
             "dragonball_zh_without_lookup": no_lookup,
             "baselines": baselines,

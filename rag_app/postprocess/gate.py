@@ -15,9 +15,13 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          rest of the predicate and the subject ("财务报销系统的…"), by IDF-weighted
                          fuzzy coverage (chars in order nearby, char bigrams, English stems and
                          abbreviations); a comparison ("A和B谁更早") needs every entity, "A和B分别…"
-                         half of them; a word the question presupposes ("通过数据泄露事件减少了多少
+                         half of them; in "比较A和B的海外收入占比" every word after 的 but the
+                         adjectives is asked (a noun phrase, whatever the tagger says);
+                         a word the question presupposes ("通过数据泄露事件减少了多少
                          负债": 泄露) that no chunk of the knowledge base holds must occur, at least
-                         loosely, in the entity's (prose) documents, all read -- a verb used as the
+                         loosely, in the entity's (prose) documents, all read, and so must the
+                         verb of a noun-verb compound however common it is ("受到了环保处罚",
+                         "员工持股计划") -- a verb used as the
                          predicate ("被判定犯了什么罪") is the text's to word and is not checked;
                          a predicate of verbs only is checked like any other ("是否获得了减刑",
                          "住院期间由谁陪护": 住院期间 only says when) unless it links the entity
@@ -32,7 +36,7 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          value is the classic near miss ("提高了员工满意度"). "A和B的X分别是多少"
                          needs the value for each entity whose (prose) documents were all read;
                          a time of day for 营业时间/开放时间/几点; a country for "去过哪些国家";
-                         a number of people ("1200名") for "员工人数";
+                         a number of people ("1200名") for "员工人数", "研发人员数量";
                          for "销售哪些电子产品" a passage naming the class as more than a
                          modifier ("电子产品出口公司" names no member); a prison term may be
                          无期徒刑 or 死刑; the value may sit by a fuzzy mention of the head
@@ -381,6 +385,12 @@ _CAUSE_WORDS = re.compile(
 _COUNTRY_ASKED = re.compile(r"(?:哪些|哪几个|哪个|哪一个|哪|什么|何)国家|哪国")
 
 
+# "员工人数", "研发人员数量", "员工的总数": a number of people is asked
+_PEOPLE_HEAD = re.compile(
+    r"(?:人数|(?:人员|员工|职工|雇员|工人|医生|护士|教师|律师)的?(?:数量|总数|数目|人数|总人数))$"
+)
+
+
 def _value_kind(qtype: str, qword: str, raw_head: str, unit: str, clause: str = "") -> str:
     """What a number or date answer must look like, beyond being a number or a date (and, for
     "哪些国家", a country whatever the answer type)."""
@@ -394,7 +404,7 @@ def _value_kind(qtype: str, qword: str, raw_head: str, unit: str, clause: str = 
             return "ratio"
         if _MONEY_HEAD.search(raw_head):
             return "money"
-        if raw_head.endswith("人数"):
+        if _PEOPLE_HEAD.search(raw_head):
             return "people"
         return "count" if unit else ""
     if qtype == "date" and (_DAY_QW.fullmatch(qword) or _DAY_HEAD.search(raw_head)):
@@ -925,7 +935,24 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         if context and re.match(r"^\s*(?:比较|对比)", context):
             # "比较A和B防止污染设施的建设时间，哪家公司的建设时间更早": the topic is in the first
             # clause, after the compared entities
-            topic = _content_terms(_after_entities(context, entities), pos)
+            compared = _after_entities(context, entities)
+            topic = _content_terms(compared, pos)
+            if (
+                re.match(r"\s*的", compared)
+                and topic
+                and not any(pos.get(t, 0) >= 1.0 for t in topic)
+            ):
+                # "比较A和B的海外收入占比": what follows 的 is a noun phrase whatever the tagger
+                # says (收入, 占 are tagged as verbs), every word of it compared but the
+                # adjectives, which the text paraphrases ("重大投资时间" ~ "投资了…")
+                flags = dict(_words(compared))
+                pos.update(
+                    {
+                        t: 1.0
+                        for t in topic
+                        if len(t) >= 2 and not flags.get(t, "v").startswith(("a", "b", "d", "m"))
+                    }
+                )
             if topic and category and "的" not in after and head == after_terms[:1]:
                 head = []  # "哪家公司更早": 公司 only names the category
             head = list(dict.fromkeys(topic + head))
@@ -1487,6 +1514,31 @@ def _presupposed(sub: SubQuestion) -> list[str]:
     ]
 
 
+def _compound_members(sub: SubQuestion) -> list[str]:
+    """The verbs of the asked phrase written right after one of its nouns ("员工持股计划": 持股,
+    "受到了环保处罚": 处罚, "股票回购"): a noun-verb compound names one thing, so its verb is no
+    predicate the text may word its own way, and it must be in the entity's documents (loosely),
+    however common it is elsewhere in the knowledge base (处罚 in every judgment). Modifiers
+    before a noun ("防止污染设施" ~ "污染防治设施", "绿色产品" ~ "环保型产品") are paraphrased and
+    are not checked."""
+    import jieba
+
+    raw = _words_raw(sub.text)
+    out = [
+        b
+        for (a, fa), (b, fb) in zip(raw, raw[1:], strict=False)
+        if a in sub.head
+        and b in sub.head
+        and fb == "v"
+        and _pos_weight(fa) >= 1.0
+        and len(b) >= 2
+        and b not in _SUPPORT_VERBS
+        and b not in _REPORTING_VERBS
+        and jieba.dt.FREQ.get(b, 0) > 0
+    ]
+    return list(dict.fromkeys(out))
+
+
 class EvidenceGate(BaseNodePostprocessor):
     """Passes the evidence through (plus any chunk it looked up), or refuses and records why."""
 
@@ -2002,6 +2054,8 @@ class EvidenceGate(BaseNodePostprocessor):
                     if ok and self.check_presupposed and use_lookup and docs and name
                     else []
                 )
+                if ok and self.check_presupposed and use_lookup and docs and name:
+                    unseen = list(dict.fromkeys(unseen + _compound_members(sub)))
                 if unseen:
                     # "通过破产重整减少了多少负债": a word the question presupposes that no chunk of
                     # the knowledge base holds (or hardly any: "数据泄露" in another company's

@@ -1072,3 +1072,90 @@ def test_the_phrase_after_the_question_word_is_a_noun() -> None:
     assert refused.refused and refused.reason == "attribute_missing", refused.details
     passed = decide(question, near_miss + "患者的兴趣爱好包括钓鱼和登山。")
     assert not passed.refused, passed.details
+
+
+# ----- company reports: compounds, compared noun phrases, numbers of people -----------------------
+ENV_REPORT = [
+    "星河数据科技有限公司2021年度报告",
+    "2021年5月，星河数据科技有限公司完成环保设施升级改造，废水排放达标率提升至99%。",
+    "2021年10月，公司推出员工职业成长计划，覆盖全体员工。",
+]
+# judgments: 处罚 is common in this knowledge base, so it is no rare word
+PENALTIES = [f"第{i}号判决书：被告人依法受到刑事处罚，并处罚金一万元。" for i in range(6)]
+
+
+@pytest.mark.parametrize(
+    ("near_miss", "twin", "added", "absent"),
+    [
+        (
+            "星河数据科技有限公司何时受到了环保处罚？",
+            "星河数据科技有限公司何时完成了环保设施升级？",
+            "2021年8月，公司因废水超标受到环保处罚，罚款20万元。",
+            "处罚",
+        ),
+        (
+            "星河数据科技有限公司何时实施了员工持股计划？",
+            "星河数据科技有限公司何时推出了员工职业成长计划？",
+            "2021年11月，公司实施员工持股计划，覆盖核心骨干。",
+            "持股",
+        ),
+    ],
+)
+def test_the_verb_of_a_noun_verb_compound_must_be_there(
+    near_miss: str, twin: str, added: str, absent: str
+) -> None:
+    """ "受到了环保处罚", "员工持股计划": the verb right after a noun makes one compound with it,
+    so the report must hold it (loosely) however common it is in the corpus (处罚 in every
+    judgment); the report's 环保 and 计划 alone do not answer."""
+    docs = {"rep-a": ENV_REPORT, "pen": PENALTIES}
+    refused = presupposed_run(near_miss, docs, ["rep-a:1:1", "rep-a:1:2"])
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    assert refused.details["checks"][0]["absent_terms"] == [absent]
+    assert not presupposed_run(twin, docs, ["rep-a:1:1", "rep-a:1:2"]).refused
+    full = {"rep-a": [*ENV_REPORT, added], "pen": PENALTIES}
+    assert not presupposed_run(near_miss, full, ["rep-a:1:1", "rep-a:1:3"]).refused
+    # a modifier before a noun is paraphrased ("绿色产品" ~ "环保型产品", "防止污染设施" ~
+    # "污染防治设施"): not checked
+    from rag_app.postprocess.gate import _compound_members
+
+    for question in ("X公司何时开发了绿色产品？", "X公司在哪一年建立了防止污染设施？"):
+        assert _compound_members(analyze_question(question).subquestions[0]) == []
+
+
+def test_the_compared_phrase_after_de_is_a_noun_phrase() -> None:
+    """ "比较A和B的海外收入占比": 海外收入占比 is what is compared (the tagger calls 收入 and 占 verbs),
+    so reports that give only their revenue and other shares do not answer it; an adjective of
+    the phrase stays paraphrasable ("重大投资时间" ~ "投资了…")."""
+    question = (
+        "比较星河数据科技有限公司和蓝鲸物流有限公司的海外收入占比，哪家公司的海外收入占比更高？"
+    )
+    sub = analyze_question(question).subquestions[0]
+    assert sub.pos["海外"] == 1.0 and sub.pos["收入"] == 1.0
+    first = "星河数据科技有限公司2021年营业收入为5亿元，同比增长15%，毛利率为30%。"
+    second = "蓝鲸物流有限公司2021年营业收入为8亿元，同比增长12%，净利率为6%。"
+    refused = decide(question, first, second)
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    passed = decide(
+        question,
+        first + "其中海外收入占比为40%。",
+        second + "海外收入占比为25%。",
+    )
+    assert not passed.refused, passed.details
+    sub = analyze_question(
+        "比较星河数据科技有限公司和蓝鲸物流有限公司的重大投资时间，哪家公司的重大投资时间更早？"
+    ).subquestions[0]
+    assert sub.pos["重大"] < 1.0
+
+
+def test_a_number_of_staff_is_a_number_of_people() -> None:
+    """ "研发人员数量" asks how many people: a report that names its research staff and gives
+    only money and shares near them does not answer."""
+    question = "星河数据科技有限公司的研发人员数量是多少？"
+    assert analyze_question(question).subquestions[0].value == "people"
+    near_miss = (
+        "星河数据科技有限公司加大研发投入，研发人员数量持续增长，研发费用达3000万元，同比增长20%。"
+    )
+    refused = decide(question, near_miss)
+    assert refused.refused and refused.reason == "answer_type_missing", refused.details
+    passed = decide(question, near_miss + "截至年底，公司研发人员共有320名。")
+    assert not passed.refused, passed.details
