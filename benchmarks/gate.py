@@ -629,92 +629,41 @@ def finance_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAI
     return out
 
 
-def dragon_probe_report(
-    kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], **settings: Any
+def probe_report(
+    kb: KnowledgeBase,
+    items: list[QAItem],
+    data: dict[str, Any],
+    probes: Any,
+    *,
+    name: str,
+    per: str,
+    examples: int,
+    **settings: Any,
 ) -> dict[str, Any]:
-    """Share of the near-miss probes refused per half; per rule and the probes let through on
-    the calibration half only (the check half: totals)."""
+    """Share of the probes made by ``probes(items, texts)`` that the gate refuses, per half; per
+    rule/family (``per``) and the probes let through on the calibration half only (the check
+    half: totals)."""
     gate = EvidenceGate(ledger=kb.ledger, **settings)
     rows = [
-        (it, q, name, gate.decide(q, data[it.id]["nodes"]).refused)
-        for it, q, name in dragon_probes(items, document_texts(kb))
+        (it, q, kind, gate.decide(q, data[it.id]["nodes"]).refused)
+        for it, q, kind in probes(items, document_texts(kb))
     ]
     out: dict[str, Any] = {}
     for part in ("calibration", "check"):
         group = [r for r in rows if half(r[0].id) == part]
         refused = [r for *_, r in group]
         out[part] = {
-            "near_miss_probes": len(group),
-            "near_miss_probes_refused": round(sum(refused) / len(refused), 4) if refused else None,
+            name: len(group),
+            f"{name}_refused": round(sum(refused) / len(refused), 4) if refused else None,
         }
         if part == "calibration":
-            per_rule: dict[str, list[bool]] = defaultdict(list)
-            for _, _, name, r in group:
-                per_rule[name].append(r)
-            out[part]["per_rule"] = {
-                k: {"n": len(v), "refused": round(sum(v) / len(v), 4)} for k, v in per_rule.items()
+            by_kind: dict[str, list[bool]] = defaultdict(list)
+            for _, _, kind, r in group:
+                by_kind[kind].append(r)
+            out[part][per] = {
+                k: {"n": len(v), "refused": round(sum(v) / len(v), 4)} for k, v in by_kind.items()
             }
-            out[part]["passed_probe_examples"] = [q for _, q, _, r in group if not r][:10]
-    return out
-
-
-def record_probe_report(
-    kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], **settings: Any
-) -> dict[str, Any]:
-    """Share of the record probes (RECORD_PROBE_FAMILIES) refused: per family and the probes let
-    through on the calibration half; the check half as totals only."""
-    gate = EvidenceGate(ledger=kb.ledger, **settings)
-    rows = [
-        (it, q, name, gate.decide(q, data[it.id]["nodes"]).refused)
-        for it, q, name in record_probes(items, document_texts(kb))
-    ]
-    out: dict[str, Any] = {}
-    for part in ("calibration", "check"):
-        group = [r for r in rows if half(r[0].id) == part]
-        refused = [r for *_, r in group]
-        out[part] = {
-            "record_probes": len(group),
-            "record_probes_refused": round(sum(refused) / len(refused), 4) if refused else None,
-        }
-        if part == "calibration":
-            per_family: dict[str, list[bool]] = defaultdict(list)
-            for _, _, name, r in group:
-                per_family[name].append(r)
-            out[part]["per_family"] = {
-                k: {"n": len(v), "refused": round(sum(v) / len(v), 4)}
-                for k, v in per_family.items()
-            }
-            out[part]["passed_probe_examples"] = [q for _, q, _, r in group if not r][:20]
-    return out
-
-
-def finance_probe_report(
-    kb: KnowledgeBase, items: list[QAItem], data: dict[str, Any], **settings: Any
-) -> dict[str, Any]:
-    """Share of the finance probes (FINANCE_PROBE_FAMILIES) refused: per family and the probes
-    let through on the calibration half; the check half as totals only."""
-    gate = EvidenceGate(ledger=kb.ledger, **settings)
-    rows = [
-        (it, q, name, gate.decide(q, data[it.id]["nodes"]).refused)
-        for it, q, name in finance_probes(items, document_texts(kb))
-    ]
-    out: dict[str, Any] = {}
-    for part in ("calibration", "check"):
-        group = [r for r in rows if half(r[0].id) == part]
-        refused = [r for *_, r in group]
-        out[part] = {
-            "finance_probes": len(group),
-            "finance_probes_refused": round(sum(refused) / len(refused), 4) if refused else None,
-        }
-        if part == "calibration":
-            per_family: dict[str, list[bool]] = defaultdict(list)
-            for _, _, name, r in group:
-                per_family[name].append(r)
-            out[part]["per_family"] = {
-                k: {"n": len(v), "refused": round(sum(v) / len(v), 4)}
-                for k, v in per_family.items()
-            }
-            out[part]["passed_probe_examples"] = [q for _, q, _, r in group if not r][:20]
+            out[part]["passed_probe_examples"] = [q for _, q, _, r in group if not r][:examples]
     return out
 
 
@@ -982,9 +931,36 @@ def main() -> None:
         items, run_gate(kb, items, data, **settings, lookup=False)["decisions"], True
     )
     baselines = [threshold_baseline(items, data, s) for s in ("dense_top", "top_coverage")]
-    dragon_near = dragon_probe_report(kb, items, data, **settings)
-    record_near = record_probe_report(kb, items, data, **settings)
-    finance_near = finance_probe_report(kb, items, data, **settings)
+    dragon_near = probe_report(
+        kb,
+        items,
+        data,
+        dragon_probes,
+        name="near_miss_probes",
+        per="per_rule",
+        examples=10,
+        **settings,
+    )
+    record_near = probe_report(
+        kb,
+        items,
+        data,
+        record_probes,
+        name="record_probes",
+        per="per_family",
+        examples=20,
+        **settings,
+    )
+    finance_near = probe_report(
+        kb,
+        items,
+        data,
+        finance_probes,
+        name="finance_probes",
+        per="per_family",
+        examples=20,
+        **settings,
+    )
 
     srun = run_gate(skb, sample_items, sdata, **settings)
     sample = summarize(sample_items, srun["decisions"], split=False)["all"]
