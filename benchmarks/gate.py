@@ -1007,24 +1007,17 @@ def main() -> None:
                 f"| dragonball {name} | threshold {b['score']} < {b['threshold']} | "
                 f"{pct(r['unanswerable_refused'])} | {pct(r['false_refusal'])} |"
             )
-    for name in ("calibration", "check"):
-        r = dragon_near[name]
-        print(
-            f"| dragonball {name} ({r['near_miss_probes']} probes) | EvidenceGate | "
-            f"{pct(r['near_miss_probes_refused'])} (near-miss probes) | – |"
-        )
-    for name in ("calibration", "check"):
-        r = record_near[name]
-        print(
-            f"| dragonball {name} ({r['record_probes']} record probes) | EvidenceGate | "
-            f"{pct(r['record_probes_refused'])} (record probes) | – |"
-        )
-    for name in ("calibration", "check"):
-        r = finance_near[name]
-        print(
-            f"| dragonball {name} ({r['finance_probes']} finance probes) | EvidenceGate | "
-            f"{pct(r['finance_probes_refused'])} (finance probes) | – |"
-        )
+    for report, key, label in (
+        (dragon_near, "near_miss_probes", "near-miss probes"),
+        (record_near, "record_probes", "record probes"),
+        (finance_near, "finance_probes", "finance probes"),
+    ):
+        for name in ("calibration", "check"):
+            r = report[name]
+            print(
+                f"| dragonball {name} ({r[key]} {label}) | EvidenceGate | "
+                f"{pct(r[key + '_refused'])} ({label}) | – |"
+            )
     print(
         f"| sample KB ({sample['unanswerable']} / {sample['answerable']}) | EvidenceGate | "
         f"{pct(sample['unanswerable_refused'])} | {pct(sample['false_refusal'])} |"

@@ -701,19 +701,20 @@ REPORT = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("near_miss", "twin"),
-    [
-        (
-            "星河数据科技有限公司通过数据泄露事件减少了多少负债？",
-            "星河数据科技有限公司通过债务重组减少了多少负债？",
-        ),
-        (
-            "星河数据科技有限公司何时发生了数据泄露事件？",
-            "星河数据科技有限公司何时发生了道德与诚信事件？",
-        ),
-    ],
-)
+# the event presupposed (数据泄露) and a twin the report holds (债务重组, 道德与诚信事件)
+LEAK_QUESTIONS = [
+    (
+        "星河数据科技有限公司通过数据泄露事件减少了多少负债？",
+        "星河数据科技有限公司通过债务重组减少了多少负债？",
+    ),
+    (
+        "星河数据科技有限公司何时发生了数据泄露事件？",
+        "星河数据科技有限公司何时发生了道德与诚信事件？",
+    ),
+]
+
+
+@pytest.mark.parametrize(("near_miss", "twin"), LEAK_QUESTIONS)
 def test_a_presupposed_event_no_document_mentions(near_miss: str, twin: str) -> None:
     """The entity's report is all there, with figures and dates; the event the question takes
     for granted (数据泄露) is in no chunk of the knowledge base."""
@@ -749,19 +750,7 @@ def presupposed_run(
     return gate.decide(question, ledger_nodes(ledger, *evidence))
 
 
-@pytest.mark.parametrize(
-    ("near_miss", "twin"),
-    [
-        (
-            "星河数据科技有限公司通过数据泄露事件减少了多少负债？",
-            "星河数据科技有限公司通过债务重组减少了多少负债？",
-        ),
-        (
-            "星河数据科技有限公司何时发生了数据泄露事件？",
-            "星河数据科技有限公司何时发生了道德与诚信事件？",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("near_miss", "twin"), LEAK_QUESTIONS)
 def test_a_presupposed_event_only_another_entity_mentions(near_miss: str, twin: str) -> None:
     """数据泄露 is in the knowledge base, but only in another company's report: a word this rare
     in the corpus that the entity's documents (all read) do not hold is not there to answer
