@@ -2046,16 +2046,11 @@ class EvidenceGate(BaseNodePostprocessor):
                     "ok": ok,
                     "source": source,
                 }
-                unseen = (
-                    self._rare(
-                        _presupposed(sub),
-                        0.0 if sub.answer_type in self.lay_types else self.presupposed_max_share,
-                    )
-                    if ok and self.check_presupposed and use_lookup and docs and name
-                    else []
-                )
+                unseen: list[str] = []
                 if ok and self.check_presupposed and use_lookup and docs and name:
-                    unseen = list(dict.fromkeys(unseen + _compound_members(sub)))
+                    share = 0.0 if sub.answer_type in self.lay_types else self.presupposed_max_share
+                    rare = self._rare(_presupposed(sub), share)
+                    unseen = list(dict.fromkeys(rare + _compound_members(sub)))
                 if unseen:
                     # "通过破产重整减少了多少负债": a word the question presupposes that no chunk of
                     # the knowledge base holds (or hardly any: "数据泄露" in another company's
