@@ -313,8 +313,7 @@ class Ledger:
                             "SELECT rowid, doc_id, version FROM chunk_fts"
                         )
                     )
-                    conn.execute(delete(meta_table).where(meta_table.c.key == FTS_ROWS_FILLED))
-                    conn.execute(insert(meta_table).values(key=FTS_ROWS_FILLED, value="1"))
+                    _set_meta(conn, FTS_ROWS_FILLED, "1")  # in the fill's transaction
 
     def close(self) -> None:
         self.engine.dispose()
@@ -328,8 +327,7 @@ class Ledger:
 
     def set_meta(self, key: str, value: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(delete(meta_table).where(meta_table.c.key == key))
-            conn.execute(insert(meta_table).values(key=key, value=value))
+            _set_meta(conn, key, value)
 
     # ----- documents ---------------------------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentInfo | None:
@@ -587,10 +585,12 @@ class Ledger:
             )
             | ~select(documents.c.doc_id).where(documents.c.doc_id == chunks.c.doc_id).exists()
         )
-        fts_where = (
-            "NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = chunk_fts.doc_id "
-            "AND d.version = chunk_fts.version)"
+        # keyword rows (of chunk_fts, or of its rowid index) whose version is not active
+        not_active = (
+            "NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = {t}.doc_id "
+            "AND d.version = {t}.version)"
         )
+        fts_where = not_active.format(t="chunk_fts")
         inactive_keywords = ~(
             select(documents.c.doc_id)
             .where(
@@ -621,7 +621,7 @@ class Ledger:
                 if self.is_sqlite:
                     # a full scan of chunk_fts itself (this is the repair path), and of its rowids
                     conn.execute(text(f"DELETE FROM chunk_fts WHERE {fts_where}"))
-                    rows_where = fts_where.replace("chunk_fts.", "chunk_fts_rows.")
+                    rows_where = not_active.format(t="chunk_fts_rows")
                     conn.execute(text(f"DELETE FROM chunk_fts_rows WHERE {rows_where}"))
                 elif self.is_postgres:
                     conn.execute(delete(chunk_keywords).where(inactive_keywords))
@@ -988,6 +988,11 @@ class Ledger:
             return None
         with self.engine.connect() as conn:
             return PostingCache.version(conn)
+
+
+def _set_meta(conn: Connection, key: str, value: str) -> None:
+    conn.execute(delete(meta_table).where(meta_table.c.key == key))
+    conn.execute(insert(meta_table).values(key=key, value=value))
 
 
 def _delete_fts_rows(conn: Connection, where: str, params: dict[str, Any]) -> None:
