@@ -446,6 +446,155 @@ def record_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAIt
     return out
 
 
+# *asked-anew* probes: the calibration half's unanswerable medical and law questions ("irrelevant"
+# near misses) ask about somebody the record names but from another angle than RECORD_PROBE_FAMILIES
+# took: what belongs to another person or thing the record mentions ("X的辩护人钱某的家庭住址",
+# "X的父母的职业", "X的个体店铺的营业时间"), the scope's organisation or city itself ("荔枝市的市花",
+# "看守所的地址"), a past activity ("三年前去过哪些国家", "完成了多少次马拉松") or the weather on a
+# date of the record, and a cause in detail ("左小腿红肿是由什么动物咬伤引起的"). These families
+# ask such things of the people of answerable questions, and are then *retrieved for themselves*
+# (the evidence of a new question, not the source question's), so retrieval and the entity
+# look-ups are exercised as for a real question. Placeholders: {p} person, {o} the scope's
+# organisation, {city} its city, {d} the first date of the person's document, {s} the record's
+# chief complaint, {j} the presiding judge. The regex must match none of the person's documents
+# (for an owned thing: the owned word and the attribute on one line). One predicate in three (by
+# sha1) is asked, to keep the set small.
+ASKED_ANEW_FAMILIES: dict[str, dict[str, list[tuple[str, str]]]] = {
+    "住院病历": {
+        "owned": [
+            ("{p}的父亲的职业是什么", "父亲[^。\n]{0,15}(职业|工作|从事)"),
+            ("{p}的母亲今年多大年龄", "母亲[^。\n]{0,15}(岁|年龄)"),
+            ("{p}的配偶在哪里工作", "(配偶|丈夫|妻子)[^。\n]{0,15}(工作|单位|职业)"),
+            (
+                "{p}的兄弟姐妹的职业是什么",
+                "(兄弟|姐妹|哥哥|弟弟|姐姐|妹妹)[^。\n]{0,15}(职业|工作)",
+            ),
+            ("{p}的主治医生的从医年限是多少", "从医|执业|年资"),
+            ("{p}的子女在哪里上学", "(子女|儿子|女儿|孩子)[^。\n]{0,15}(上学|学校|读书)"),
+        ],
+        "past": [
+            ("{p}在过去一年中出国旅行了几次", "出国|国外|旅行|旅游"),
+            ("{p}参加过哪些体育比赛", "比赛|竞赛|运动会"),
+            ("{p}完成过几次全程马拉松", "马拉松"),
+            ("{p}在入院前一周去过哪些城市", "去过|前往|出差|旅游|旅行"),
+            ("{p}小时候在哪所学校读书", "学校|小学|读书"),
+            ("{p}上一次体检是在什么时候", "体检"),
+        ],
+        "cause": [
+            ("{p}的{s}是被什么动物咬伤引起的", "咬|动物|狗|猫|蛇|虫"),
+            ("{p}的{s}是在哪家餐馆吃饭后引起的", "餐馆|饭店|餐厅|外出就餐|聚餐"),
+            ("{p}的{s}是因为参加什么运动引起的", "运动|锻炼|比赛|跑步|打球"),
+            ("{p}为什么在{d}之后没有去上班", "上班|工作"),
+        ],
+        "private": [
+            ("{p}最喜欢的运动是什么", "喜欢|爱好|喜爱"),
+            ("{p}家里养了几只狗", "狗|犬|宠物"),
+            ("{p}的汽车是什么颜色的", "汽车|车辆|驾驶|车"),
+            ("{p}的月工资是多少", "工资|收入|薪"),
+            ("{p}在{d}的天气情况如何", "天气|下雨|晴|阴"),
+            ("{p}在{d}的晚餐吃了什么", "晚餐|晚饭|进食|食用"),
+        ],
+        "scope": [
+            ("{o}有多少张床位", "床位"),
+            ("{o}的院长是谁", "院长"),
+            ("{o}是哪一年建院的", "建院|成立|始建|创建"),
+            ("{city}的市花是什么", "市花"),
+            ("{city}的常住人口是多少", "人口"),
+        ],
+    },
+    "判决书": {
+        "owned": [
+            ("{p}的辩护人的执业年限是多少", "执业年限|执业[^。\n]{0,4}年"),
+            ("{p}的辩护人的家庭住址是什么", "辩护人[^。\n]{0,30}(住|住址|住所)"),
+            ("审判长{j}的年龄是多少", "审判长[^。\n]{0,10}(岁|年龄|出生)"),
+            ("{p}的父母的职业是什么", "(父|母)[^。\n]{0,15}(职业|工作|从事)"),
+            ("{p}的公司有多少名员工", "员工|职工|雇员|工人"),
+            ("{p}的店铺的营业时间是什么", "营业时间|营业"),
+        ],
+        "past": [
+            ("{p}在{d}之前的工作经历是什么", "工作经历|曾任|曾在|就职"),
+            ("{p}高中毕业于哪所学校", "毕业|学校|中学"),
+            ("{p}服过几年兵役", "兵役|服役|退伍|入伍"),
+            ("{p}在案发前去过哪些国家", "国家|出国|境外|国外"),
+        ],
+        "cause": [
+            ("{p}作案的起因是因为什么纠纷", "纠纷|起因|矛盾|因[^。\n]{0,10}(争执|争吵)"),
+            ("{p}为什么在{d}之后离开了{city}", "离开"),
+            ("{p}是通过什么途径认识被害人的", "认识|结识|相识"),
+        ],
+        "private": [
+            ("{p}最喜欢的运动是什么", "喜欢|爱好|喜爱"),
+            ("{p}家里养了什么宠物", "宠物|狗|猫"),
+            ("{p}的汽车是什么颜色的", "颜色|色"),
+            ("{p}在{d}的天气情况如何", "天气|下雨|晴|阴"),
+            ("{p}在{d}晚上吃了什么", "晚餐|晚饭|吃"),
+        ],
+        "scope": [
+            ("{o}的院长是谁", "院长"),
+            ("{o}有多少名法官", "法官人数|名法官"),
+            ("{city}的市花是什么", "市花"),
+            ("{city}的常住人口是多少", "人口"),
+            ("{o}的办公地址在哪里", "地址|位于"),
+        ],
+    },
+}
+
+
+def _first(pattern: str, text: str) -> str | None:
+    m = re.search(pattern, text)
+    return m.group(1) if m else None
+
+
+def asked_anew_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAItem, str, str]]:
+    """(answerable source item, probe question, "kind/family") per source question, person it
+    names and predicate picked; per half without duplicates (see ASKED_ANEW_FAMILIES)."""
+    out: list[tuple[QAItem, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for item in items:
+        m = _RECORD_SCOPE.match(item.question)
+        if not item.answerable or m is None:
+            continue
+        kind = m.group("kind")
+        orgs = [o for o in re.split(r"和|与|、", m.group("orgs")) if o]
+        docs = [texts.get(Path(d).name, "") for d in item.gold_docs]
+        body = item.question[m.end() :]
+        for person in dict.fromkeys(re.findall(r"([\u4e00-\u9fff]某某?)", body)):
+            if person[0] in "被告人害患者":
+                continue
+            own = [t for t in docs if person in t]
+            org = next((o for o in orgs for t in own if o in t), None)
+            if not own or org is None:
+                continue
+            values = {
+                "p": person,
+                "o": org,
+                "city": _first(r"^([\u4e00-\u9fff]{2}市)", org),
+                "d": _first(r"(\d{4}年\d{1,2}月\d{1,2}日)", own[0])
+                or _first(r"(\d{1,2}月\d{1,2}日)", own[0]),
+                "s": _first(
+                    r"主诉[:：]?\s*\n?\s*([\u4e00-\u9fff]{2,6}?)"
+                    r"(?:伴|[0-9０-９一二三四五六七八九十半]+)",
+                    own[0],
+                ),
+                "j": _first(r"审判长[:：\s]*([\u4e00-\u9fff]某某?)", own[0]),
+            }
+            for family, predicates in ASKED_ANEW_FAMILIES[kind].items():
+                for k, (text, absent) in enumerate(predicates):
+                    if any(values[n] is None for n in re.findall(r"\{(\w+)\}", text)):
+                        continue
+                    if any(re.search(absent, t) for t in own):
+                        continue
+                    key = f"{item.id}|{person}|{family}|{k}"
+                    if int(hashlib.sha1(key.encode()).hexdigest(), 16) % 3:
+                        continue
+                    probe = f"根据{org}的{kind}，" + text.format(**values) + "？"
+                    if (half(item.id), probe) in seen:
+                        continue
+                    seen.add((half(item.id), probe))
+                    out.append((item, probe, f"{kind}/{family}"))
+    return out
+
+
 # finance near-miss probes, built anew from the companies of answerable finance questions (whose
 # gold documents are company reports: figures, events with dates, ESG measures). The calibration
 # half's unanswerable finance questions compare two companies on a figure or event one of them
@@ -638,16 +787,24 @@ def probe_report(
     name: str,
     per: str,
     examples: int,
+    retrieved: Path | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
     """Share of the probes made by ``probes(items, texts)`` that the gate refuses, per half; per
     rule/family (``per``) and the probes let through on the calibration half only (the check
-    half: totals)."""
+    half: totals). A probe runs on its source question's evidence, or with ``retrieved`` (a
+    cache file) on its own top 5."""
     gate = EvidenceGate(ledger=kb.ledger, **settings)
-    rows = [
-        (it, q, kind, gate.decide(q, data[it.id]["nodes"]).refused)
-        for it, q, kind in probes(items, document_texts(kb))
-    ]
+    made = probes(items, document_texts(kb))
+    evidence = {q: data[it.id] for it, q, _ in made}
+    if retrieved is not None:
+        asked = {
+            q: QAItem(id="probe-" + hashlib.sha1(q.encode()).hexdigest()[:16], question=q)
+            for _, q, _ in made
+        }
+        own = collect(kb, list(asked.values()), retrieved)
+        evidence = {q: own[a.id] for q, a in asked.items()}
+    rows = [(it, q, kind, gate.decide(q, evidence[q]["nodes"]).refused) for it, q, kind in made]
     out: dict[str, Any] = {}
     for part in ("calibration", "check"):
         group = [r for r in rows if half(r[0].id) == part]
@@ -951,6 +1108,17 @@ def main() -> None:
         examples=20,
         **settings,
     )
+    anew = probe_report(
+        kb,
+        items,
+        data,
+        asked_anew_probes,
+        name="asked_anew_probes",
+        per="per_family",
+        examples=20,
+        retrieved=CACHE / "gate-dragonball_zh-asked-anew.pkl",
+        **settings,
+    )
     finance_near = probe_report(
         kb,
         items,
@@ -1011,6 +1179,7 @@ def main() -> None:
         (dragon_near, "near_miss_probes", "near-miss probes"),
         (record_near, "record_probes", "record probes"),
         (finance_near, "finance_probes", "finance probes"),
+        (anew, "asked_anew_probes", "asked-anew probes"),
     ):
         for name in ("calibration", "check"):
             r = report[name]
@@ -1029,12 +1198,10 @@ def main() -> None:
             f"{pct(r['near_miss_probes_refused'])} (near-miss probes) | {pct(r['false_refusal'])} "
             f"({pct(r['false_refusal_gold_row_in_top5'])} where the gold row is in the top 5) |"
         )
-    print("\n### Record probes, calibration half, per family (share refused)\n")
-    for fam, v in record_near["calibration"]["per_family"].items():
-        print(f"- {fam}: {pct(v['refused'])} of {v['n']}")
-    print("\n### Finance probes, calibration half, per family (share refused)\n")
-    for fam, v in finance_near["calibration"]["per_family"].items():
-        print(f"- {fam}: {pct(v['refused'])} of {v['n']}")
+    for label, report in (("Record", record_near), ("Finance", finance_near), ("Asked-anew", anew)):
+        print(f"\n### {label} probes, calibration half, per family (share refused)\n")
+        for fam, v in report["calibration"]["per_family"].items():
+            print(f"- {fam}: {pct(v['refused'])} of {v['n']}")
     print("\n### Per category (share refused)\n")
     print("| category | calibration | check |")
     print("| --- | --- | --- |")
@@ -1078,6 +1245,13 @@ def main() -> None:
                 "company on a fact one or both lack (FINANCE_PROBE_FAMILIES); check half: totals "
                 "only",
                 **finance_near,
+            },
+            "dragonball_zh_asked_anew_probes": {
+                "built": "person of an answerable medical/law question, asked what belongs to "
+                "another person or thing, the scope's organisation or city, a past activity, the "
+                "weather on a date or a cause in detail, none of which its documents give "
+                "(ASKED_ANEW_FAMILIES); retrieved for themselves; check half: totals only",
+                **anew,
             },
             "dragonball_zh_without_lookup": no_lookup,
             "baselines": baselines,

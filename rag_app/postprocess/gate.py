@@ -79,7 +79,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -416,6 +416,8 @@ def _value_kind(qtype: str, qword: str, raw_head: str, unit: str, clause: str = 
 VERB_WEIGHT = 0.4  # verbs and modifiers vs nouns (1.0): the text often paraphrases them
 CONTEXT_WEIGHT = 0.5  # words of a scene-setting clause before the asked one ("去香港出差，…")
 _MAIN = ("person", "org", "title", "name")  # entities a passage "belongs" to
+# the group name of a question about the scope's organisation (nobody else named)
+_SCOPE_GROUP = "@scope"
 _QUALIFIERS = ("number", "ordinal", "date")  # must sit in the passage with the asked attribute
 _HEADS: dict[tuple[str, str, int | None], Passage] = {}  # opening chunks by (ledger, doc, version)
 _HEADS_MAX = 4096
@@ -582,6 +584,8 @@ def _core(word: str) -> str:
 
 # words that make the word before them a time frame ("住院期间由谁陪护": 陪护 is asked)
 _TIME_FRAME = frozenset("期间 期内 之后 以后 之前 以前 过程中 当天 当日".split())
+# "在入院前一周", "在案发后": an event before 前/后 after 在 is a time frame too
+_TIME_PHRASE = re.compile(r"在(?P<event>[\u4e00-\u9fff]{2,6}?)(?:前|后)")
 
 
 def _content_terms(text: str, pos: dict[str, float] | None = None) -> list[str]:
@@ -829,6 +833,23 @@ def _possessor(predicate: str, pos: dict[str, float]) -> list[str]:
     return _content_terms(segments[-2], pos)
 
 
+def _owner_before(before: str, qword: str, after: str, pos: dict[str, float]) -> list[str]:
+    """ "X的汽车是什么颜色" → 汽车, "X的配偶在哪里工作" → 配偶: a noun written between 的 and the
+    question word owns what is asked after it (a noun after 是什么/哪种, a verb after 在哪里)."""
+    asked = before + qword
+    after = after.strip()
+    m = re.search(r"的([^的]+?)是(?:什么|哪种|哪一种|哪个|哪类)$", asked)
+    wanted = "n"
+    if m is None:
+        m = re.search(r"的([^的]+?)在(?:哪里|哪儿|何处|哪)$", asked)
+        wanted, after = "v", re.sub(r"^[里儿]", "", after)
+    words = _words(after)
+    if m is None or not words or not all(f.startswith(wanted) for _, f in words):
+        return []
+    owner = _content_terms(m.group(1), pos)
+    return [t for t in owner if pos.get(t, 1.0) >= 1.0 and len(t) >= 2]
+
+
 def _after_entities(text: str, entities: Sequence[Entity]) -> str:
     """The part of ``text`` after the last mention of an entity (or all of it)."""
     end = 0
@@ -964,6 +985,12 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         for t in scene:
             pos[t] = pos.get(t, 1.0) * CONTEXT_WEIGHT
         attribute = list(dict.fromkeys(scene + attribute + head))
+        frame = _TIME_PHRASE.search(clause)
+        if frame:
+            # "在入院前一周去过哪些城市": the event says when, it is not asked (as "住院期间")
+            for t in _content_terms(frame.group("event")):
+                if t in pos and t in attribute:
+                    pos[t] = min(pos[t], CONTEXT_WEIGHT)
         # "出院时间分别是什么": the distributive adverb is not part of the asked noun
         raw_head = _DISTRIBUTIVE_END.sub("", head_before.strip()) + head_after.strip()
         raw_head = _DISTRIBUTIVE_END.sub("", raw_head.rstrip("的"))
@@ -994,6 +1021,8 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         if named:
             subject = [t for t in subject if t not in named]
             attribute = [t for t in attribute if t not in named]
+        if not subject:
+            subject = _owner_before(before, m.group(0), after, pos)
         if subs and not any(pos.get(t, 1.0) >= 1.0 for t in head):
             # "…按多少给付？最多赔几次？": a follow-up without a subject asks about the same thing
             prev = subs[-1]
@@ -1118,10 +1147,12 @@ _CLAUSE_CHAR = r"[^、，,。；;：:！!？?\s]"  # a char within one list item
 
 
 @lru_cache(maxsize=4096)
-def _window_pattern(term: str, clause: bool = False) -> re.Pattern[str]:
+def _window_pattern(term: str, clause: bool = False, tight: bool = False) -> re.Pattern[str]:
     """The term's chars in order, a few chars apart (``clause``: not across a list or clause
-    separator: "高血压、糖尿病" holds no 血糖)."""
-    gap = f"{_CLAUSE_CHAR if clause else '.'}{{0,{max(4, len(term))}}}"
+    separator: "高血压、糖尿病" holds no 血糖; ``tight``: a two-char word as written, "院长" is
+    not in "法院审判长", "市花" not in "烟波市棉花街")."""
+    width = 0 if tight and len(term) == 2 else max(4, len(term))
+    gap = f"{_CLAUSE_CHAR if clause else '.'}{{0,{width}}}"
     return re.compile(gap.join(re.escape(c) for c in term))
 
 
@@ -1274,9 +1305,12 @@ class Passage:
         version = node.node.metadata.get("version") if node is not None else None
         self.version: int | None = int(version) if version is not None else None
 
-    def match(self, term: str, window_credit: float = 0.75, clause: bool = False) -> float:
+    def match(
+        self, term: str, window_credit: float = 0.75, clause: bool = False, tight: bool = False
+    ) -> float:
         """1 for an exact match, partial credit for a fuzzy one, 0 when absent (``clause``: a
-        fuzzy match of the chars in order within one list item or clause only)."""
+        fuzzy match of the chars in order within one list item or clause only; ``tight``: see
+        ``_window_pattern``)."""
         if term in self.text:
             return 1.0
         if _is_ascii_word(term):
@@ -1294,7 +1328,7 @@ class Passage:
         # in a table the words of an attribute are paraphrased in the title and the column names;
         # chars scattered over the cells (company and place names) say nothing
         text = self.header if self.header is not None else self.text
-        if len(term) <= 4 and _window_pattern(term, clause).search(text):
+        if len(term) <= 4 and _window_pattern(term, clause, tight).search(text):
             score = window_credit
         if len(term) >= 3:
             grams = [term[i : i + 2] for i in range(len(term) - 1)]
@@ -1493,6 +1527,12 @@ class GateDecision:
     supplements: list[NodeWithScore] = field(default_factory=list)
 
 
+def _is_noun(sub: SubQuestion, term: str) -> bool:
+    """A noun of the question (a name for a thing, matched tightly: "院长", "市花"), not a verb
+    the text words loosely ("判刑" in "判处有期徒刑")."""
+    return sub.pos.get(term, 1.0) >= 1.0 and all(f.startswith("n") for _, f in _words(term))
+
+
 def _presupposed(sub: SubQuestion) -> list[str]:
     """The words the asked predicate presupposes: nouns and nominalised events of two chars or
     more (dictionary words, not support, light or generic words). A verb used as the predicate
@@ -1574,6 +1614,10 @@ class EvidenceGate(BaseNodePostprocessor):
     )
     subject_min_idf: float = Field(
         1.6, ge=0, description="Subject words more common than this IDF are not checked."
+    )
+    subject_sentence: bool = Field(
+        True,
+        description='"X的N1的N2": N1 and N2 must be named in one sentence or record line.',
     )
     min_last_head: float = Field(
         0.0, ge=0, le=1, description="Match credit required for the last head term (0: off)."
@@ -1876,6 +1920,12 @@ class EvidenceGate(BaseNodePostprocessor):
         if ok and subject:
             # only specific subject words count ("财务报销系统的…"), not 案件/公司
             ok = _coverage(p, subject, w, c) >= self.min_subject_coverage
+            # a thing a named entity owns ("X的辩护人的…"), not a lay question's relative clause
+            # ("留置物产生的收益", "申请人隐瞒情况的后果")
+            owned = [t for t in subject if sub.pos.get(t, 1.0) >= 1.0]
+            named = any(e.kind in _MAIN for e in anchors)
+            if ok and owned and named and self.subject_sentence and not p.columns:
+                ok = self._owned_in_sentence(sub, p, owned, weights, anchors)
         if ok and self.min_last_head > 0 and nouns:
             last = [t for t in sub.head if sub.pos.get(t, 1.0) >= 1.0][-1]
             ok = max(p.match(last, c), (given or {}).get(last, 0.0)) >= self.min_last_head
@@ -1884,6 +1934,40 @@ class EvidenceGate(BaseNodePostprocessor):
             # about a named entity: an effect or a reason must be stated where the head is
             typed = self._affects(sub, p) and self._caused(sub, p)
         return ok, typed, h, a
+
+    def _owned_in_sentence(
+        self,
+        sub: SubQuestion,
+        p: Passage,
+        owned: Sequence[str],
+        weights: dict[str, float],
+        anchors: Sequence[Entity],
+    ) -> bool:
+        """ "X的辩护人的家庭住址", "X的兄弟姐妹的职业", "X的汽车是什么颜色": the asked attribute
+        belongs to the owned thing, so one sentence or record line (under the passage's
+        headings) must name both. A record read as one passage has X's own 职业 and 住址 on
+        other lines, and "兄弟姐妹体健" on the family line."""
+        title = ""
+        if p.node is not None:
+            title = _squash(str(p.node.node.metadata.get("title_path", "")))
+        # what is asked of the owned thing ("汽车是什么颜色": 颜色), beside it in the sentence
+        plain = replace(
+            sub,
+            subject=[],
+            head=[t for t in sub.head if t not in owned] or sub.head,
+            attribute=[t for t in sub.attribute if t not in owned] or sub.attribute,
+        )
+        w = {t: weights.get(t, 1.0) for t in owned}
+        names = [e for e in anchors if e.kind not in _QUALIFIERS]  # dates qualify the record
+        for sentence in re.split(r"[。！？；!?;\n]", p.lines):
+            if not sentence.strip():
+                continue
+            sp = Passage(None, title + "\n" + sentence, p.doc_id, p.index)
+            if _coverage(sp, owned, w, self.window_credit) < self.min_subject_coverage:
+                continue
+            if self._passes(plain, sp, weights, names)[0]:
+                return True
+        return False
 
     def _best(
         self,
@@ -2006,6 +2090,21 @@ class EvidenceGate(BaseNodePostprocessor):
                 groups = [("|".join(e.text for e in main), set().union(*(d for _, d in groups)))]
         else:
             groups.append(("", {p.doc_id for p in pool}))
+            if scope_orgs and self.check_presupposed:
+                # "根据X医院的住院病历，X医院的院长是谁": nobody named, the question is about the
+                # scope's organisation; its documents are the ones to presuppose from
+                heads.update(self._doc_heads([p for p in pool if p.doc_id not in heads]))
+                owned = {
+                    d
+                    for d in groups[0][1]
+                    if any(
+                        _mentions(x, e)
+                        for x in [p for p in pool if p.doc_id == d] + [heads[d]] * (d in heads)
+                        for e in scope_orgs
+                    )
+                }
+                if owned:
+                    groups = [(_SCOPE_GROUP, owned)]
         # 3. + 4. per entity and sub-question: one passage with the head, the predicate and a value
         # of the asked type
         checks = []
@@ -2048,6 +2147,7 @@ class EvidenceGate(BaseNodePostprocessor):
                 }
                 unseen: list[str] = []
                 if ok and self.check_presupposed and use_lookup and docs and name:
+                    # (the scope's organisation stands for the entity: _SCOPE_GROUP)
                     share = 0.0 if sub.answer_type in self.lay_types else self.presupposed_max_share
                     rare = self._rare(_presupposed(sub), share)
                     unseen = list(dict.fromkeys(rare + _compound_members(sub)))
@@ -2065,7 +2165,7 @@ class EvidenceGate(BaseNodePostprocessor):
                         t
                         for t in unseen
                         if not any(
-                            p.match(t, self.window_credit, clause=True)
+                            p.match(t, self.window_credit, clause=True, tight=_is_noun(sub, t))
                             for p in group + doc_passages
                         )
                     ]

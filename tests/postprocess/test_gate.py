@@ -1148,3 +1148,106 @@ def test_a_number_of_staff_is_a_number_of_people() -> None:
     assert refused.refused and refused.reason == "answer_type_missing", refused.details
     passed = decide(question, near_miss + "截至年底，公司研发人员共有320名。")
     assert not passed.refused, passed.details
+
+
+# ----- what belongs to somebody else: an owned noun, the scope's organisation --------------------
+RECORD_LINES = (
+    "住院病历\n姓名：王某某\n性别：男\n职业：教师\n住址：青川市玉门街86号\n"
+    "个人史：平时驾驶汽车上班。\n查体：皮肤颜色正常。\n"
+    "婚育史：已婚，配偶体健。\n家族史：父亲有高血压病史，兄弟姐妹体健。"
+)
+
+
+def record_run(question: str, record: str, **settings: object):  # type: ignore[no-untyped-def]
+    """The record as one chunk among fillers (the owned nouns are rare: a real IDF)."""
+    docs = {"rec": [record], "fill": FILLER * 3}
+    return presupposed_run(question, docs, ["rec:1:0"], **settings)
+
+
+@pytest.mark.parametrize(
+    ("question", "twin_line"),
+    [
+        ("王某某的兄弟姐妹的职业是什么？", "\n家族史补充：其兄弟姐妹职业均为农民。"),
+        ("王某某的父亲的职业是什么？", "\n家族史补充：父亲职业为退休工人。"),
+        ("王某某的配偶在哪里工作？", "\n婚育史补充：配偶在青川市第一中学工作。"),
+        ("王某某的汽车是什么颜色的？", "\n个人史补充：其汽车颜色为白色。"),
+    ],
+)
+def test_an_owned_thing_and_its_attribute_share_a_line(question: str, twin_line: str) -> None:
+    """ "X的兄弟姐妹的职业", "X的配偶在哪里工作", "X的汽车是什么颜色": what is asked belongs to the
+    owned thing, so one sentence or record line must name both; the record's other lines give X's
+    own 职业 and 住址 ("兄弟姐妹体健" is on the family line, 颜色 on the examination's)."""
+    refused = record_run(question, RECORD_LINES)
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    assert not record_run(question, RECORD_LINES, subject_sentence=False).refused  # the rule's part
+    passed = record_run(question, RECORD_LINES + twin_line)
+    assert not passed.refused, passed.details
+    # X's own attribute is still answered from its line
+    assert not record_run("王某某的职业是什么？", RECORD_LINES).refused
+
+
+def test_the_owner_before_the_question_word() -> None:
+    """The noun between 的 and 是什么 (a noun follows) or 在哪里 (a verb follows) owns what is
+    asked; a plain "X的注册地址是什么" has no owner."""
+    subject = {
+        q: analyze_question(q).subquestions[0].subject
+        for q in (
+            "王某某的汽车是什么颜色的？",
+            "王某某的配偶在哪里工作？",
+            "王某某的职业是什么？",
+            "星河数据科技有限公司的注册地址是什么？",
+        )
+    }
+    assert subject["王某某的汽车是什么颜色的？"] == ["汽车"]
+    assert subject["王某某的配偶在哪里工作？"] == ["配偶"]
+    assert subject["王某某的职业是什么？"] == []
+    assert "注册" not in subject["星河数据科技有限公司的注册地址是什么？"]
+
+
+COURT_DOCS = {
+    "j-a": [
+        "青川市桐城区人民法院刑事判决书",
+        "被告人赵某，男，1980年5月出生，住青川市棉花街72号。",
+        "被告人赵某犯盗窃罪，判处有期徒刑三年。青川市桐城区人民法院审判长李某，住青川市棉花街。",
+    ],
+    "j-b": [
+        "青川市东湖区人民法院刑事判决书",
+        "青川市东湖区人民法院院长王某签发。青川市市花为月季。被告人钱某犯诈骗罪，判处有期徒刑二年。",
+    ],
+    "fill": FILLER,
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "absent"),
+    [
+        ("根据青川市桐城区人民法院的判决书，青川市桐城区人民法院的院长是谁？", "院长"),
+        ("根据青川市桐城区人民法院的判决书，青川市的市花是什么？", "市花"),
+    ],
+)
+def test_a_question_about_the_scope_organisation_presupposes_from_its_documents(
+    question: str, absent: str
+) -> None:
+    """ "根据X法院的判决书，X法院的院长是谁": nobody is named but the scope's court, so its
+    judgments stand for the entity's documents: a rare noun they do not hold is not there to
+    answer from. A two-char noun matches as written ("法院审判长" holds no 院长, "青川市棉花街"
+    no 市花: the coverage checks' loose match finds both); the other court's judgment has them."""
+    refused = presupposed_run(question, COURT_DOCS, ["j-a:1:2"], presupposed_max_share=0.2)
+    assert refused.refused and refused.reason == "attribute_missing", refused.details
+    assert refused.details["checks"][0]["absent_terms"] == [absent]
+    loose = presupposed_run(question, COURT_DOCS, ["j-a:1:2"], check_presupposed=False)
+    assert not loose.refused, loose.details  # what the rule adds
+    twin = question.replace("桐城区", "东湖区")
+    passed = presupposed_run(twin, COURT_DOCS, ["j-b:1:1"], presupposed_max_share=0.2)
+    assert not passed.refused, passed.details
+
+
+def test_a_verb_is_matched_loosely_a_noun_tightly() -> None:
+    """ "判刑时间" is worded "判处有期徒刑" (a verb: chars apart), "院长" is not in "法院…审判长"."""
+    from rag_app.postprocess.gate import Passage
+
+    passage = Passage(None, "本院判处被告人有期徒刑三年，审判长李某。", "j", 0)
+    assert passage.match("判刑", 0.75, clause=True, tight=True) == 0.0
+    assert Passage(None, "判处徒刑三年", "j", 0).match("判刑", 0.75, clause=True) == 0.75
+    assert passage.match("院长", 0.75, clause=True, tight=True) == 0.0
+    assert Passage(None, "院长王某", "j", 0).match("院长", 0.75, clause=True, tight=True) == 1.0
