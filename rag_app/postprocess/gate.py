@@ -27,6 +27,13 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          "住院期间由谁陪护": 住院期间 only says when) unless it links the entity
                          to an individual of a class ("在哪个法院受审") or a lay question lays out
                          its situation, and a noun with it must be there ("被羁押在哪个看守所");
+                         what a named entity owns and is asked about ("X的兄弟姐妹的职业", "X的
+                         配偶在哪里工作", "X的汽车是什么颜色") needs one sentence or record line
+                         naming both (X's own 职业 is on another line); a question about the
+                         scope's organisation itself ("根据X医院的住院病历，X医院的院长是谁")
+                         presupposes from that organisation's documents; "在入院前一周" only says
+                         when; a presupposed two-char noun is matched as written (院长 is not in
+                         "法院审判长");
 ``answer_type_missing``  the passages with the attribute hold no value of the type asked near it: a
                          number (not a date) for 多少/几/多久/更高/更显著/how many, in the sentence of
                          the asked noun, an amount of money for 金额/收入/资产; a date for
