@@ -1586,6 +1586,28 @@ def _compound_members(sub: SubQuestion) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _compound_noun(sub: SubQuestion) -> str:
+    """The asked noun compound as written ("首席财务官", "变更了会计政策" → 会计政策, "涉及诉讼案件" →
+    诉讼案件): two or more words ending in a noun, after the predicate's 了/的 or its leading verbs.
+    Its words may each be common (财务, 政策) while the thing it names is not."""
+    phrase = re.split(r"[了的]", sub.phrase)[-1]
+    words = list(_words(phrase))
+    if not re.search(r"[了的]", sub.phrase):
+        # "涉及诉讼案件", "建设防止污染设施": the leading verbs are the predicate's
+        while len(words) > 1 and (
+            words[0][1] == "v" or (words[0][1] == "vn" and words[1][1].startswith("v"))
+        ):
+            words.pop(0)
+    if (
+        len(words) < 2
+        or not words[-1][1].startswith("n")
+        or any(f in ("m", "x") or w in GENERIC or w in _FILLER for w, f in words)
+    ):
+        return ""  # "决议时间", "融资金额": an attribute of an event, worded as the text likes
+    compound = "".join(w for w, _ in words)
+    return compound if len(compound) >= 4 and compound in sub.text else ""
+
+
 class EvidenceGate(BaseNodePostprocessor):
     """Passes the evidence through (plus any chunk it looked up), or refuses and records why."""
 
@@ -1621,6 +1643,10 @@ class EvidenceGate(BaseNodePostprocessor):
     )
     subject_min_idf: float = Field(
         1.6, ge=0, description="Subject words more common than this IDF are not checked."
+    )
+    check_compounds: bool = Field(
+        True,
+        description='A rare asked noun compound ("首席财务官") must be in the entity\'s documents.',
     )
     subject_sentence: bool = Field(
         True,
@@ -1762,6 +1788,22 @@ class EvidenceGate(BaseNodePostprocessor):
         _, total, cached = _DF.get(self._ledger.url, (0.0, 0, {}))
         limit = max_share * total
         return [t for t in terms if cached.get(t, total + 1) <= limit]
+
+    def _rare_phrase(self, phrase: str, max_share: float, tenant: str) -> bool:
+        """Whether at most ``max_share`` of the keyword index's chunks hold ``phrase`` (its index
+        tokens in a row)."""
+        if self._ledger is None:
+            return False
+        self._weights([phrase])  # the total number of chunks
+        _, total, _ = _DF.get(self._ledger.url, (0.0, 0, {}))
+        limit = int(max_share * total)
+        try:
+            hits = self._ledger.keyword_search_ranked(
+                [" ".join(tokenize(phrase))], tenant=tenant, doc_ids=None, limit=limit + 1
+            )
+        except NotImplementedError:
+            return False
+        return len(hits) <= limit
 
     def _allowed(self, doc_ids: Sequence[str]) -> list[str]:
         if self.doc_ids is None:
@@ -2158,6 +2200,9 @@ class EvidenceGate(BaseNodePostprocessor):
                     share = 0.0 if sub.answer_type in self.lay_types else self.presupposed_max_share
                     rare = self._rare(_presupposed(sub), share)
                     unseen = list(dict.fromkeys(rare + _compound_members(sub)))
+                    compound = _compound_noun(sub) if self.check_compounds else ""
+                    if compound and self._rare_phrase(compound, share, tenant):
+                        unseen.append(compound)
                 if unseen:
                     # "通过破产重整减少了多少负债": a word the question presupposes that no chunk of
                     # the knowledge base holds (or hardly any: "数据泄露" in another company's
@@ -2172,7 +2217,13 @@ class EvidenceGate(BaseNodePostprocessor):
                         t
                         for t in unseen
                         if not any(
-                            p.match(t, self.window_credit, clause=True, tight=_is_noun(sub, t))
+                            (
+                                _window_pattern(t, clause=True).search(p.text) is not None
+                                if t == compound  # its chars in order, not some of its bigrams
+                                else p.match(
+                                    t, self.window_credit, clause=True, tight=_is_noun(sub, t)
+                                )
+                            )
                             for p in group + doc_passages
                         )
                     ]
