@@ -21,7 +21,9 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          负债": 泄露) that no chunk of the knowledge base holds must occur, at least
                          loosely, in the entity's (prose) documents, all read, and so must the
                          verb of a noun-verb compound however common it is ("受到了环保处罚",
-                         "员工持股计划") -- a verb used as the
+                         "员工持股计划"), and so must a noun compound that few chunks hold,
+                         its chars in order ("首席财务官" is not "首席执行官…财务总监") -- a verb
+                         used as the
                          predicate ("被判定犯了什么罪") is the text's to word and is not checked;
                          a predicate of verbs only is checked like any other ("是否获得了减刑",
                          "住院期间由谁陪护": 住院期间 only says when) unless it links the entity
