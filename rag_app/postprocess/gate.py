@@ -23,8 +23,8 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          verb of a noun-verb compound however common it is ("受到了环保处罚",
                          "员工持股计划"), and so must a noun compound that few chunks hold,
                          its chars in order ("首席财务官" is not "首席执行官…财务总监") -- a verb
-                         used as the
-                         predicate ("被判定犯了什么罪") is the text's to word and is not checked;
+                         used as the predicate ("被判定犯了什么罪") is the text's to word and is
+                         not checked;
                          a predicate of verbs only is checked like any other ("是否获得了减刑",
                          "住院期间由谁陪护": 住院期间 only says when) unless it links the entity
                          to an individual of a class ("在哪个法院受审") or a lay question lays out
@@ -2145,17 +2145,13 @@ class EvidenceGate(BaseNodePostprocessor):
                 # "根据X医院的住院病历，X医院的院长是谁": nobody named, the question is about the
                 # scope's organisation; its documents are the ones to presuppose from
                 heads.update(self._doc_heads([p for p in pool if p.doc_id not in heads]))
-                owned = {
-                    d
-                    for d in groups[0][1]
-                    if any(
-                        _mentions(x, e)
-                        for x in [p for p in pool if p.doc_id == d] + [heads[d]] * (d in heads)
-                        for e in scope_orgs
-                    )
-                }
-                if owned:
-                    groups = [(_SCOPE_GROUP, owned)]
+                in_scope: set[str] = set()
+                for d in groups[0][1]:
+                    seen = [p for p in pool if p.doc_id == d] + ([heads[d]] if d in heads else [])
+                    if any(_mentions(x, e) for x in seen for e in scope_orgs):
+                        in_scope.add(d)
+                if in_scope:
+                    groups = [(_SCOPE_GROUP, in_scope)]
         # 3. + 4. per entity and sub-question: one passage with the head, the predicate and a value
         # of the asked type
         checks = []
@@ -2197,8 +2193,8 @@ class EvidenceGate(BaseNodePostprocessor):
                     "source": source,
                 }
                 unseen: list[str] = []
+                # (a question about the scope's organisation has its documents: _SCOPE_GROUP)
                 if ok and self.check_presupposed and use_lookup and docs and name:
-                    # (the scope's organisation stands for the entity: _SCOPE_GROUP)
                     share = 0.0 if sub.answer_type in self.lay_types else self.presupposed_max_share
                     rare = self._rare(_presupposed(sub), share)
                     unseen = list(dict.fromkeys(rare + _compound_members(sub)))
