@@ -36,6 +36,8 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          presupposes from that organisation's documents; "在入院前一周" only says
                          when; a presupposed two-char noun is matched as written (院长 is not in
                          "法院审判长");
+                         a question naming no entity that asks several things ("什么是X？X的
+                         形式是什么？") needs half of them, one at least found in a passage;
 ``answer_type_missing``  the passages with the attribute hold no value of the type asked near it: a
                          number (not a date) for 多少/几/多久/更高/更显著/how many, in the sentence of
                          the asked noun, an amount of money for 金额/收入/资产; a date for
@@ -52,8 +54,12 @@ the reranked evidence passage by passage. Reasons, in the order they are checked
                          ("判刑" ~ "判处有期徒刑五年"); about a named entity, "A对B有何影响"
                          needs a sentence with B that states an effect (影响, 导致, 无法, 提高…),
                          and "为什么…", "…的理由是什么" a sentence with the head that gives a cause
-                         (因, 由于, 认为…; "如不服本判决…提出上诉" gives none);
-``low_coverage``         the best document covers too little of the question's content.
+                         (因, 由于, 认为…; "如不服本判决…提出上诉" gives none); naming no
+                         entity, "仓储合同什么时候成立" asks when a rule applies, and an event
+                         ("自…时成立", "之日起", "随时") answers it;
+``low_coverage``         the best document covers too little of the question's content (for a lay
+                         question naming no entity, its words weighted by part of speech: the
+                         nouns of what is asked over the asker's verbs and scene).
 
 Table chunks (a GFM header line and its ``|---|`` separator) are read by their columns: the asked
 phrase matches a column name loosely (:func:`_column_similarity`: one contains the other, the same
@@ -198,7 +204,12 @@ _COMPARISON = re.compile(
 _COMPARATIVE = re.compile(r"^(?:更|较|最|比较)[\u4e00-\u9fff]{0,2}$")
 
 # ----- entities --------------------------------------------------------------------------------
-_NOT_NAME = "个的把在是了和与及或、，,。；;：:想要去到从向对给让被将我你他她它这那该本其各每某哪什么吗呢就都也还又有为以于"
+# (sentence marks and quotes too: "…吗？（医院应…" is no name "？（医院", "“非终局" none ending in
+# 局; "供电/供热公司" lists classes)
+_NOT_NAME = (
+    "个的把在是了和与及或、，,。；;：:?？!！/／“”「」『』想要去到从向对给让被将我你他她它这那该本其各每某哪"
+    "什么吗呢就都也还又有为以于"
+)
 _ORG_SUFFIX = (
     "股份有限公司|有限责任公司|有限公司|集团公司|集团|公司|医院|保健院|卫生院|法院|检察院|银行|大学|学院|学校|"
     "委员会|研究院|研究所|事务所|协会|基金会|看守所|监狱|派出所|中心|工作室|商店|酒店|超市|工厂|厂|局|厅"
@@ -220,6 +231,9 @@ _PERSON = re.compile(
     r"(?<!某)([^\W\d_的是在有对与及等为某一个这那该本其各每])(某某?)(?![个些种天日年位项次人])"
 )
 _TITLE = re.compile(r"[《“\"「『]([^》”\"」』]{2,40})[》”\"」』]")
+# in Chinese a title is marked 《…》; quotation marks set off a word used in a sense of its own
+# ("“三期”", "“借新还旧”", "“热词”"), which the statute words otherwise: no name to look up
+_TITLE_ZH = re.compile(r"《([^》]{2,40})》")
 _CODE = re.compile(
     r"(?<![A-Za-z0-9_.])[A-Za-z][A-Za-z0-9_.\-]*[A-Za-z0-9](?![A-Za-z0-9_])|\d+(?:\.\d+)?"
 )
@@ -538,6 +552,7 @@ class SubQuestion:
     # what kind of value: ratio | money | count | day | hours | country (see _value_kind)
     value: str = ""
     document_date: bool = False  # "根据…的判决书，判决日期": the document's own date
+    general: bool = False  # the question names no entity: a rule is asked, not a fact of one
     members_of: str = ""  # "销售哪些电子产品": the class whose members are asked
     effect_on: list[str] = field(default_factory=list)  # "A对B有何影响": the words of B
     cause: bool = False  # "为什么…", "上诉的理由是什么": a reason is asked
@@ -668,7 +683,12 @@ def _name_tail(org: str) -> str:
     """The organisation without the clause words the span swallowed before it ("要求快递公司",
     "同时请求运输公司", "房屋由法院", "隔壁电力公司"), and no name at all when what is left is a class
     of organisations: one common noun and a weak suffix ("快递公司", "出租车公司", "保险公司")."""
-    org = _ORG_LEAD_VERB.sub("", org)
+    for _ in range(3):  # "同时请求运输公司": one clause word after another
+        cut = _ORG_LEAD_VERB.sub("", org)
+        if cut == org:
+            break
+        org = cut
+    org = org.lstrip("(（")  # "（医院应对…": a bracket opens a clause, not a name
     m = _ORG_CUT.search(org)
     if m:
         org = org[m.end() :]
@@ -723,7 +743,7 @@ def _entities_zh(q: str) -> list[Entity]:
     m = _SCOPE.match(q) or _SCOPE_IN.match(q)
     if m:
         scope_end = m.end()
-    for m_t in _TITLE.finditer(q):
+    for m_t in _TITLE_ZH.finditer(q):
         entities.append(Entity(m_t.group(1), "title", m_t.start() < scope_end))
     for m_o in _ORG.finditer(q):
         org = m_o.group(0)
@@ -1142,6 +1162,7 @@ def analyze_question(question: str) -> QuestionAnalysis:
     m_scope = _SCOPE.match(q)
     doc_type = m_scope.group("doctype") if m_scope else ""
     for sub in subs:
+        sub.general = not entities
         # "根据…的判决书，判决日期是…": the date of the document itself, written where it signs off
         sub.document_date = bool(
             doc_type and sub.answer_type == "date" and any(t in doc_type for t in sub.head)
@@ -1407,6 +1428,10 @@ _SIGN_OFF = re.compile(
     r"(?:\d{4}年\d{1,2}月\d{1,2}日|[〇零一二三四五六七八九]{4}年[一二三四五六七八九十]{1,3}月"
     r"[一二三四五六七八九十]{1,3}日)[*_]*(?:[(（][^\n]*)?(?:\n|$)"
 )
+# when a rule applies, as a statute words it: by an event ("自保管人和存货人意思表示一致时成立",
+# "自下列情形之一发生时", "自知道之日起"), not a calendar date
+_EVENT_TIME = re.compile(r"自[^。；;\n]{1,40}?(?:时|之日|日)|之日起|时起|随时|届满(?:时|之日|后)")
+_DATE_OR_EVENT = re.compile(f"{_DATE_VALUE.pattern}|{_EVENT_TIME.pattern}", re.I)
 _UNKNOWN = re.compile(
     r"未知|不详|不明确|未披露|未公开|未公布|未提供|未记录|暂无|尚无|无法确定|尚不清楚|待定"
 )
@@ -1735,6 +1760,26 @@ class EvidenceGate(BaseNodePostprocessor):
         description="Answer types whose question lays out a situation in the asker's own words "
         '("…有牵连，人民法院会怎么处理"): the text words it otherwise, so only the presupposed '
         "words no chunk holds are checked there (not the rare ones).",
+    )
+    general_subquestion_quorum: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Share of the sub-questions of a question naming no entity that must pass "
+        '("什么是X？X合法吗？…如何认定？"); with an entity every sub-question must.',
+    )
+    event_times: bool = Field(
+        True,
+        description='A date question that names no entity ("仓储合同什么时候成立") asks when a '
+        'rule applies: an event time ("自…时", "之日起", "随时") answers it as a date does.',
+    )
+    lay_coverage_by_pos: bool = Field(
+        True,
+        description="An entity-less question of a lay type weighs its words by part of speech (and "
+        "its scene-setting clauses by CONTEXT_WEIGHT) in the overall coverage, as the attribute "
+        "check does: the asker's verbs (打伤, 弄丢了, 找) are the statute's to word, its nouns "
+        "(精神损害赔偿, 违约责任) name what is asked. A document holding every word of the asked "
+        "head keeps its plain (IDF-only) coverage as well.",
     )
     check_effects: bool = Field(
         True,
@@ -2181,6 +2226,7 @@ class EvidenceGate(BaseNodePostprocessor):
                         best, source = r, "lookup"
                         supplements.setdefault(p.key, p)
                 ok, typed, h, a = best
+                found_ok = ok
                 if not ok and not analysis.entities and sub.answer_type in self.entityless_types:
                     ok = typed = True  # nothing to be missing from: no entity, no attribute slot
                 check: dict[str, Any] = {
@@ -2190,6 +2236,7 @@ class EvidenceGate(BaseNodePostprocessor):
                     "attribute_coverage": round(a, 3),
                     "typed": typed,
                     "ok": ok,
+                    "found": found_ok,
                     "source": source,
                 }
                 unseen: list[str] = []
@@ -2230,8 +2277,20 @@ class EvidenceGate(BaseNodePostprocessor):
                 checks.append(check)
         details["checks"] = checks
         names = list(dict.fromkeys(c["entity"] for c in checks))
-        present = [n for n in names if all(c["ok"] for c in checks if c["entity"] == n)]
-        valued = [n for n in present if all(c["typed"] for c in checks if c["entity"] == n)]
+
+        def enough(name: str, key: str) -> bool:
+            mine = [c for c in checks if c["entity"] == name]
+            own = [c[key] for c in mine]
+            if analysis.entities or len(own) < 2:
+                return all(own)
+            # "独生子女可以继承全部遗产吗？/第一顺位继承人有哪些？": a question that names no entity
+            # and asks several things (often the same thing twice, in other words) is answered
+            # when a share of them is, one at least by a passage (not by entityless_types alone)
+            need = math.ceil(self.general_subquestion_quorum * len(own) - 1e-9)
+            return sum(own) >= need and any(c[key] and c["found"] for c in mine)
+
+        present = [n for n in names if enough(n, "ok")]
+        valued = [n for n in present if enough(n, "typed")]
         quorum = self.compare_quorum if analysis.comparative else self.entity_quorum
         need = max(1, math.ceil(quorum * len(names) - 1e-9))
         if len(present) < need:
@@ -2252,7 +2311,20 @@ class EvidenceGate(BaseNodePostprocessor):
             return GateDecision(True, "answer_type_missing", details)
         # 5. overall coverage of the question by the best document (its evidence passages and its
         # opening chunk read together)
-        q_weights = {t: weights.get(t, 1.0) for t in q_terms}
+        plain = {t: weights.get(t, 1.0) for t in q_terms}
+        q_weights = plain
+        subs = analysis.subquestions
+        lay = (
+            self.lay_coverage_by_pos
+            and not analysis.entities
+            and bool(subs)
+            and all(s.answer_type in self.lay_types for s in subs)
+        )
+        if lay:
+            # "宠物被人打伤，主人能否要求精神损害赔偿": the lay verbs and the scene count less than
+            # the nouns of what is asked (a rare lay verb weighs as much as a legal term by IDF)
+            pos = {t: max(s.pos.get(t, 0.0) for s in subs) for t in q_terms}
+            q_weights = {t: w * (pos[t] or 1.0) for t, w in plain.items()}
         pool = passages + list(supplements.values())
         by_doc: dict[str, list[str]] = {}
         for p in pool:
@@ -2260,6 +2332,18 @@ class EvidenceGate(BaseNodePostprocessor):
             by_doc[p.doc_id].append(p.text)
         joined = [Passage(None, "\n".join(texts), d, -1) for d, texts in by_doc.items()]
         best_q = max(_coverage(p, q_terms, q_weights) for p in joined) if q_terms else 1.0
+        asked = analysis.head_terms
+        if lay and asked:
+            # ... and a document that holds every word of the asked head keeps its plain coverage
+            # ("墙砖脱落，把我砸伤了，可以要求赔偿吗": 脱落 and 赔偿 are the statute's words too)
+            best_q = max(
+                [best_q]
+                + [
+                    _coverage(p, q_terms, plain)
+                    for p in joined
+                    if all(p.match(t, self.window_credit) >= 1.0 for t in asked)
+                ]
+            )
         details["question_coverage"] = round(best_q, 3)
         if best_q < self.min_question_coverage:
             return GateDecision(True, "low_coverage", details)
@@ -2296,6 +2380,9 @@ class EvidenceGate(BaseNodePostprocessor):
         elif sub.answer_type == "date":
             # a time of day ("营业时间", "几点") is its own pattern: "9点至21点" is no date
             pattern = kind if sub.value == "hours" and kind is not None else _DATE_VALUE
+            if sub.general and self.event_times and pattern is _DATE_VALUE:
+                # "仓储合同什么时候成立": no entity, a rule is asked; its answer is an event
+                pattern = _DATE_OR_EVENT
             scope = "window" if sub.document_date else self.date_scope
             if self.skip_case_numbers:
                 mask = _CASE_NUMBER

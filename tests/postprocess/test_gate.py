@@ -953,6 +953,86 @@ def test_a_class_of_organisations_is_not_looked_for() -> None:
     assert off_topic.refused and off_topic.reason == "low_coverage", off_topic.details
 
 
+DISTRESS = "侵害他人人身权益造成严重精神损害的，被侵权人有权请求精神损害赔偿。"
+DEPOSIT = "承租人应当按照约定支付租金；出租人不退还的，承租人可以要求返还。"
+WAREHOUSE = "仓储合同是保管人储存存货人交付的仓储物，存货人支付仓储费的合同。"
+COMMISSION = "行纪合同是行纪人以自己的名义为委托人从事贸易活动，委托人支付报酬的合同。"
+
+
+def test_a_lay_question_is_covered_by_its_nouns() -> None:
+    """An entity-less lay question weighs its words by part of speech in the overall coverage:
+    the statute names what is asked (精神损害赔偿), not the asker's account (养, 打伤)."""
+    question = "家里养的宠物被邻居打伤了，主人能否要求精神损害赔偿？"
+    passed = decide(question, DISTRESS)
+    assert not passed.refused, passed.details
+    plain = decide(question, DISTRESS, lay_coverage_by_pos=False)  # what the rule changes
+    assert plain.refused and plain.reason == "low_coverage", plain.details
+    off_topic = decide(question, SERVER, CONTRACT)
+    assert off_topic.refused and off_topic.reason == "low_coverage", off_topic.details
+    # the near miss: the verbs are there (退, 要求, 支付), the asked nouns (押金, 违约金) are not
+    near_miss = decide("房东不退押金，可以要求支付违约金吗？", DEPOSIT)
+    assert near_miss.refused and near_miss.reason == "low_coverage", near_miss.details
+
+
+def test_a_rule_is_timed_by_an_event() -> None:
+    """ "仓储合同什么时候成立" names no entity: the statute answers with an event ("自…时"); a
+    passage without one is still a near miss, and so is a named entity's contract (a date)."""
+    timed = WAREHOUSE + "仓储合同自保管人和存货人意思表示一致时成立。"
+    assert not decide("仓储合同什么时候成立？", timed).refused
+    strict = decide("仓储合同什么时候成立？", timed, event_times=False)
+    assert strict.refused and strict.reason == "answer_type_missing", strict.details
+    untimed = decide("仓储合同什么时候成立？", WAREHOUSE)
+    assert untimed.refused and untimed.reason == "answer_type_missing", untimed.details
+    named = decide(
+        "蓝鲸物流有限公司的仓储合同什么时候成立？",
+        "蓝鲸物流有限公司与存货人签订仓储合同，合同自双方意思表示一致时成立。",
+    )
+    assert named.refused and named.reason == "answer_type_missing", named.details
+
+
+def test_an_entityless_question_asking_several_things_needs_a_share() -> None:
+    """ "什么是X？X的形式是什么？": without an entity, half of the sub-questions answered by a
+    passage is enough; a yes/no sub-question let through by ``entityless_types`` alone is not,
+    and about a named entity every sub-question still counts."""
+    question = "什么是行纪合同？行纪合同的形式是什么？"
+    assert not decide(question, COMMISSION).refused
+    strict = decide(question, COMMISSION, general_subquestion_quorum=1.0)
+    assert strict.refused and strict.reason == "attribute_missing", strict.details
+    unfounded = decide("什么是行纪合同？行纪合同可以口头订立吗？", SERVER)
+    assert unfounded.refused and unfounded.reason == "attribute_missing", unfounded.details
+    named = decide("王某某的血型是什么？王某某的爱好是什么？", PATIENT_WITH_HOBBY)
+    assert named.refused and named.reason == "attribute_missing", named.details
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("可以注册“热词”“名人姓名”商标吗？", []),
+        ("对于具有“内部性”“非终局性”特征的过程性信息，我可以申请信息公开吗？", []),
+        ("在不同保险公司为同一物品购买的多份保险有效吗？保险公司如何理赔？", []),
+        ("运输公司把东西弄丢了可以同时请求运输公司承担责任吗？", []),
+        ("和供电/供热/供气/热力公司约定给园区供热，居民区可以用吗？", []),
+        ("违反了《个人贷款管理暂行办法》，借款合同有效吗？", ["个人贷款管理暂行办法"]),
+        (
+            "上海纺织（集团）有限公司在2019年有没有出现债务违约的情况？",
+            ["上海纺织(集团)有限公司", "2019"],
+        ),
+    ],
+)
+def test_quotes_and_sentence_marks_make_no_names(question: str, names: list[str]) -> None:
+    """ "“热词”" is a word in quotes, not a title (《…》 is); no name spans a question mark,
+    a slash or a quote ("？保险公司", "“非终局"), nor keeps two clause words ("同时请求运输公司")."""
+    assert [e.text for e in analyze_question(question).entities] == names
+
+
+def test_a_quoted_word_is_no_entity_to_look_up() -> None:
+    trademark = "申请注册的商标，不得与他人在先取得的合法权利相冲突，不得以不正当手段抢先注册。"
+    passed = decide("可以注册“热词”商标吗？", trademark)
+    assert not passed.refused, passed.details
+    titled = decide("根据《星河商标管理办法》，可以注册热词商标吗？", trademark)
+    assert titled.refused and titled.reason == "entity_missing", titled.details
+
+
 # ----- record near misses: the asked verb, the effect and the reason -------------------------
 CONVICT = (
     "被告人赵某，男，1980年5月出生，汉族，住青川市玉门街86号。赵某因犯盗窃罪，"
