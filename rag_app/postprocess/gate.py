@@ -1845,12 +1845,12 @@ class EvidenceGate(BaseNodePostprocessor):
         _, total, _ = _DF.get(self._ledger.url, (0.0, 0, {}))
         limit = int(max_share * total)
         try:
-            hits = self._ledger.keyword_search_ranked(
-                [" ".join(tokenize(phrase))], tenant=tenant, doc_ids=None, limit=limit + 1
+            count = self._ledger.phrase_frequency(
+                " ".join(tokenize(phrase)), tenant=tenant, cap=limit + 1
             )
         except NotImplementedError:
             return False
-        return len(hits) <= limit
+        return count <= limit
 
     def _allowed(self, doc_ids: Sequence[str]) -> list[str]:
         if self.doc_ids is None:

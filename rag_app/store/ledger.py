@@ -909,6 +909,18 @@ class Ledger:
             lo, hi = conn.execute(select(lowest, highest)).one()
         return lo == hi == tenant
 
+    def phrase_frequency(self, phrase: str, *, tenant: str, cap: int) -> int:
+        """How many indexed chunks hold ``phrase`` (index tokens in a row: "首席 财务 官"),
+        counted up to ``cap``; unranked, so cheap where a ranked search is not (SQLite: FTS5
+        ranks a phrase itself). Other backends count ``keyword_search``'s hits."""
+        if not self.is_sqlite:
+            return len(self.keyword_search([phrase], tenant=tenant, limit=cap))
+        sql = text(
+            "SELECT count(*) FROM (SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH :q LIMIT :n)"
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(sql, {"q": _fts_phrase(phrase), "n": cap}).scalar_one())
+
     def keyword_search_ranked(
         self,
         tokens: Sequence[str],

@@ -262,6 +262,9 @@ class FakeLedger:
 
     keyword_search_ranked = keyword_search  # the unscoped variant: same hits here
 
+    def phrase_frequency(self, phrase: str, *, tenant: str, cap: int) -> int:
+        return len(self.keyword_search([phrase], tenant=tenant, limit=cap))
+
     def active_chunks_by_id(
         self, chunk_ids: Iterable[str], tenant: str | None = None
     ) -> dict[str, ChunkInfo]:
