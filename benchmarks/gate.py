@@ -61,6 +61,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -405,12 +406,12 @@ RECORD_PROBE_FAMILIES: dict[str, tuple[str, list[tuple[str, str]]]] = {
 _RECORD_SCOPE = re.compile(r"^根据(?P<orgs>[^，,]+?)的(?P<kind>住院病历|判决书)[，,]")
 
 
-def record_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAItem, str, str]]:
-    """(answerable source item, probe question, family) per source question, person it names
-    (found in one of its gold documents together with one of its scope's organisations) and
-    family whose document kind the question is scoped to; per half without duplicates."""
-    out: list[tuple[QAItem, str, str]] = []
-    seen: set[tuple[str, str]] = set()
+def record_people(
+    items: list[QAItem], texts: dict[str, str]
+) -> Iterator[tuple[QAItem, str, str, str, list[str]]]:
+    """(answerable source item, document kind, person, scope organisation, the person's gold
+    documents) per person an answerable "根据X的住院病历/判决书，…" question names, found in one of
+    its gold documents together with one of its scope's organisations."""
     for item in items:
         m = _RECORD_SCOPE.match(item.question)
         if not item.answerable or m is None:
@@ -418,31 +419,38 @@ def record_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAIt
         orgs = [o for o in re.split(r"和|与|、", m.group("orgs")) if o]
         docs = [texts.get(Path(d).name, "") for d in item.gold_docs]
         body = item.question[m.end() :]
-        people = list(dict.fromkeys(re.findall(r"([\u4e00-\u9fff]某某?)", body)))
-        for person in people:
+        for person in dict.fromkeys(re.findall(r"([\u4e00-\u9fff]某某?)", body)):
             if person[0] in "被告人害患者":
                 continue
             own = [t for t in docs if person in t]
             org = next((o for o in orgs for t in own if o in t), None)
-            if not own or org is None:
+            if own and org is not None:
+                yield item, m.group("kind"), person, org, own
+
+
+def record_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAItem, str, str]]:
+    """(answerable source item, probe question, family) per person of ``record_people`` and
+    family whose document kind the question is scoped to; per half without duplicates."""
+    out: list[tuple[QAItem, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for item, scoped_kind, person, org, own in record_people(items, texts):
+        for family, (kind, predicates) in RECORD_PROBE_FAMILIES.items():
+            if kind != scoped_kind:
                 continue
-            for family, (kind, predicates) in RECORD_PROBE_FAMILIES.items():
-                if kind != m.group("kind"):
-                    continue
-                absent = [p for p, word in predicates if not any(re.search(word, t) for t in own)]
-                if not absent:
-                    continue
-                pick = int(hashlib.sha1(f"{item.id}|{person}|{family}".encode()).hexdigest(), 16)
-                label = person
-                if kind == "判决书" and pick % 3 == 0:
-                    label = "被告人" + person
-                elif kind == "住院病历" and pick % 3 == 0:
-                    label = "患者" + person
-                probe = f"根据{org}的{kind}，{absent[pick % len(absent)].format(p=label)}？"
-                if (half(item.id), probe) in seen:
-                    continue
-                seen.add((half(item.id), probe))
-                out.append((item, probe, family))
+            absent = [p for p, word in predicates if not any(re.search(word, t) for t in own)]
+            if not absent:
+                continue
+            pick = int(hashlib.sha1(f"{item.id}|{person}|{family}".encode()).hexdigest(), 16)
+            label = person
+            if kind == "判决书" and pick % 3 == 0:
+                label = "被告人" + person
+            elif kind == "住院病历" and pick % 3 == 0:
+                label = "患者" + person
+            probe = f"根据{org}的{kind}，{absent[pick % len(absent)].format(p=label)}？"
+            if (half(item.id), probe) in seen:
+                continue
+            seen.add((half(item.id), probe))
+            out.append((item, probe, family))
     return out
 
 
@@ -546,52 +554,37 @@ def _first(pattern: str, text: str) -> str | None:
 
 
 def asked_anew_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAItem, str, str]]:
-    """(answerable source item, probe question, "kind/family") per source question, person it
-    names and predicate picked; per half without duplicates (see ASKED_ANEW_FAMILIES)."""
+    """(answerable source item, probe question, "kind/family") per person of ``record_people``
+    and predicate picked; per half without duplicates (see ASKED_ANEW_FAMILIES)."""
     out: list[tuple[QAItem, str, str]] = []
     seen: set[tuple[str, str]] = set()
-    for item in items:
-        m = _RECORD_SCOPE.match(item.question)
-        if not item.answerable or m is None:
-            continue
-        kind = m.group("kind")
-        orgs = [o for o in re.split(r"和|与|、", m.group("orgs")) if o]
-        docs = [texts.get(Path(d).name, "") for d in item.gold_docs]
-        body = item.question[m.end() :]
-        for person in dict.fromkeys(re.findall(r"([\u4e00-\u9fff]某某?)", body)):
-            if person[0] in "被告人害患者":
-                continue
-            own = [t for t in docs if person in t]
-            org = next((o for o in orgs for t in own if o in t), None)
-            if not own or org is None:
-                continue
-            values = {
-                "p": person,
-                "o": org,
-                "city": _first(r"^([\u4e00-\u9fff]{2}市)", org),
-                "d": _first(r"(\d{4}年\d{1,2}月\d{1,2}日)", own[0])
-                or _first(r"(\d{1,2}月\d{1,2}日)", own[0]),
-                "s": _first(
-                    r"主诉[:：]?\s*\n?\s*([\u4e00-\u9fff]{2,6}?)"
-                    r"(?:伴|[0-9０-９一二三四五六七八九十半]+)",
-                    own[0],
-                ),
-                "j": _first(r"审判长[:：\s]*([\u4e00-\u9fff]某某?)", own[0]),
-            }
-            for family, predicates in ASKED_ANEW_FAMILIES[kind].items():
-                for k, (text, absent) in enumerate(predicates):
-                    if any(values[n] is None for n in re.findall(r"\{(\w+)\}", text)):
-                        continue
-                    if any(re.search(absent, t) for t in own):
-                        continue
-                    key = f"{item.id}|{person}|{family}|{k}"
-                    if int(hashlib.sha1(key.encode()).hexdigest(), 16) % 3:
-                        continue
-                    probe = f"根据{org}的{kind}，" + text.format(**values) + "？"
-                    if (half(item.id), probe) in seen:
-                        continue
-                    seen.add((half(item.id), probe))
-                    out.append((item, probe, f"{kind}/{family}"))
+    for item, kind, person, org, own in record_people(items, texts):
+        values = {
+            "p": person,
+            "o": org,
+            "city": _first(r"^([\u4e00-\u9fff]{2}市)", org),
+            "d": _first(r"(\d{4}年\d{1,2}月\d{1,2}日)", own[0])
+            or _first(r"(\d{1,2}月\d{1,2}日)", own[0]),
+            "s": _first(
+                r"主诉[:：]?\s*\n?\s*([\u4e00-\u9fff]{2,6}?)(?:伴|[0-9０-９一二三四五六七八九十半]+)",
+                own[0],
+            ),
+            "j": _first(r"审判长[:：\s]*([\u4e00-\u9fff]某某?)", own[0]),
+        }
+        for family, predicates in ASKED_ANEW_FAMILIES[kind].items():
+            for k, (text, absent) in enumerate(predicates):
+                if any(values[n] is None for n in re.findall(r"\{(\w+)\}", text)):
+                    continue
+                if any(re.search(absent, t) for t in own):
+                    continue
+                key = f"{item.id}|{person}|{family}|{k}"
+                if int(hashlib.sha1(key.encode()).hexdigest(), 16) % 3:
+                    continue
+                probe = f"根据{org}的{kind}，" + text.format(**values) + "？"
+                if (half(item.id), probe) in seen:
+                    continue
+                seen.add((half(item.id), probe))
+                out.append((item, probe, f"{kind}/{family}"))
     return out
 
 
