@@ -230,6 +230,9 @@ _LEAD = re.compile(
 _PERSON = re.compile(
     r"(?<!某)([^\W\d_的是在有对与及等为某一个这那该本其各每])(某某?)(?![个些种天日年位项次人])"
 )
+# a question word (and its measure word) right before an organisation span: the span names the
+# class of the answer ("哪家律师事务所", "哪个医院", "什么公司"), no organisation to look for
+_ASKED_CLASS = re.compile(r"(?:哪|什么|何)[一]?[个家所位种类间座]?$")
 _TITLE = re.compile(r"[《“\"「『]([^》”\"」』]{2,40})[》”\"」』]")
 # in Chinese a title is marked 《…》; quotation marks set off a word used in a sense of its own
 # ("“三期”", "“借新还旧”", "“热词”"), which the statute words otherwise: no name to look up
@@ -756,6 +759,9 @@ def _entities_zh(q: str) -> list[Entity]:
         org = _LEAD.sub("", org)
         org = _name_tail(org)
         weak = re.search(r"(?:公司|中心|局|厅|厂|学校|商店|超市|酒店)$", org) is not None
+        at = q.find(org, m_o.start())
+        if _ASKED_CLASS.search(q[: max(at, 0)]):
+            continue  # "是哪家律师事务所的律师": the class of the answer, not a name
         if len(org) >= (5 if weak else 4) and not re.search(r"哪|什么|^[该本这那]|某", org):
             entities.append(Entity(org, "org", m_o.start() < scope_end))
     for m_p in _PERSON.finditer(q):

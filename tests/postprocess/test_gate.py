@@ -1370,3 +1370,19 @@ def test_a_rare_noun_compound_must_be_in_the_entity_documents(near_miss: str, tw
     passed = presupposed_run(twin, docs, ["rep-a:1:1"], presupposed_max_share=0.1)
     assert not passed.refused, passed.details
     assert _compound_noun(analyze_question("A公司股东大会决议的时间是什么？").subquestions[0]) == ""
+
+
+def test_the_class_after_a_question_word_is_no_organisation() -> None:
+    """ "是哪家律师事务所的律师", "哪个医院": the organisation class after a question word is what
+    the answer is one of, not a name to look up (it was "家律师事务所", entity_missing)."""
+    question = "根据青川市桐城区人民法院的判决书，赵某的辩护人是哪家律师事务所的律师？"
+    names = [e.text for e in analyze_question(question).entities]
+    assert names == ["青川市桐城区人民法院", "赵某"]
+    judgment = (
+        "青川市桐城区人民法院刑事判决书\n被告人赵某，男，1980年5月出生。\n"
+        "辩护人：钱某，青川市正义律师事务所律师。"
+    )
+    passed = decide(question, judgment)
+    assert not passed.refused, passed.details
+    without = decide(question, judgment.replace("辩护人：钱某，青川市正义律师事务所律师。", ""))
+    assert without.refused and without.reason == "attribute_missing", without.details
