@@ -588,6 +588,50 @@ def asked_anew_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[
     return out
 
 
+# *Answerable* asked-anew probes: the same people asked what belongs to somebody else of their
+# record where the record does say it (the regex finds it in one of the person's documents): the
+# family line ("配偶健康状况良好", "父亲有高血压病史"), the defence counsel's line ("辩护人：钱某，
+# X律师事务所律师"). The gate should answer them: a false-refusal check for the rules the
+# unanswerable probes brought (an owned thing and its attribute on one line).
+OWNED_ANSWERABLE: list[tuple[str, str, str]] = [
+    ("住院病历", r"配偶健康状况[：:]?\s*(?:良好|健康|已故)", "{p}的配偶的健康状况如何"),
+    ("住院病历", r"父亲有[\u4e00-\u9fff]{2,6}病史", "{p}的父亲患有什么疾病"),
+    ("住院病历", r"母亲(?:健康|已故|体健)", "{p}的母亲的健康状况如何"),
+    ("住院病历", r"育有[\u4e00-\u9fff\d]{1,6}", "{p}的子女情况如何"),
+    ("住院病历", r"病史陈述者[：:]\s*(?:患者)?(?:母亲|父亲)", "{p}的病史是由谁陈述的"),
+    (
+        "判决书",
+        r"辩护人[：:]\s*[\u4e00-\u9fff]某某?[，,]\s*[\u4e00-\u9fff]+律师事务所",
+        "{p}的辩护人是哪家律师事务所的律师",
+    ),
+    (
+        "判决书",
+        r"辩护人[：:]\s*[\u4e00-\u9fff]某某?[，,]\s*[\u4e00-\u9fff]+律师事务所",
+        "{p}的辩护人在哪个律师事务所执业",
+    ),
+    ("判决书", r"辩护人[\u4e00-\u9fff]某某?(?:律师)?提出", "{p}的辩护人提出了什么辩护意见"),
+]
+
+
+def owned_answerable_probes(
+    items: list[QAItem], texts: dict[str, str]
+) -> list[tuple[QAItem, str, str]]:
+    """(answerable source item, probe question, kind) per person of ``record_people`` and
+    OWNED_ANSWERABLE predicate whose regex one of the person's documents matches; per half
+    without duplicates."""
+    out: list[tuple[QAItem, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for item, kind, person, org, own in record_people(items, texts):
+        for k, present, text in OWNED_ANSWERABLE:
+            if k != kind or not any(re.search(present, t) for t in own):
+                continue
+            probe = f"根据{org}的{kind}，" + text.format(p=person) + "？"
+            if (half(item.id), probe) not in seen:
+                seen.add((half(item.id), probe))
+                out.append((item, probe, kind))
+    return out
+
+
 # finance near-miss probes, built anew from the companies of answerable finance questions (whose
 # gold documents are company reports: figures, events with dates, ESG measures). The calibration
 # half's unanswerable finance questions compare two companies on a figure or event one of them
@@ -1112,6 +1156,17 @@ def main() -> None:
         retrieved=CACHE / "gate-dragonball_zh-asked-anew.pkl",
         **settings,
     )
+    owned_ok = probe_report(
+        kb,
+        items,
+        data,
+        owned_answerable_probes,
+        name="owned_answerable_probes",
+        per="per_kind",
+        examples=20,
+        retrieved=CACHE / "gate-dragonball_zh-owned-answerable.pkl",
+        **settings,
+    )
     finance_near = probe_report(
         kb,
         items,
@@ -1180,6 +1235,13 @@ def main() -> None:
                 f"| dragonball {name} ({r[key]} {label}) | EvidenceGate | "
                 f"{pct(r[key + '_refused'])} ({label}) | – |"
             )
+    key, label = "owned_answerable_probes", "answerable owned probes"
+    for name in ("calibration", "check"):
+        r = owned_ok[name]
+        print(
+            f"| dragonball {name} ({r[key]} {label}) | EvidenceGate | – | "
+            f"{pct(r[key + '_refused'])} ({label}) |"
+        )
     print(
         f"| sample KB ({sample['unanswerable']} / {sample['answerable']}) | EvidenceGate | "
         f"{pct(sample['unanswerable_refused'])} | {pct(sample['false_refusal'])} |"
@@ -1245,6 +1307,12 @@ def main() -> None:
                 "weather on a date or a cause in detail, none of which its documents give "
                 "(ASKED_ANEW_FAMILIES); retrieved for themselves; check half: totals only",
                 **anew,
+            },
+            "dragonball_zh_owned_answerable_probes": {
+                "built": "person of an answerable medical/law question, asked what belongs to "
+                "somebody else of the record where the record says it (OWNED_ANSWERABLE); "
+                "retrieved for themselves; refused = false refusal; check half: totals only",
+                **owned_ok,
             },
             "dragonball_zh_without_lookup": no_lookup,
             "baselines": baselines,
