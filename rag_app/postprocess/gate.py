@@ -966,8 +966,18 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
                 and after.rstrip().endswith(last)
             ):
                 members_of = last
+        class_predicate: list[str] = []
         if category and len(after_terms) > 1:
-            after_terms = after_terms[1:]  # "哪家公司倡议时间更早": 公司 only names the category
+            org_class = re.match(f"(?:[\u4e00-\u9fff]{{0,6}}?)(?:{_ORG_SUFFIX})", after.strip())
+            rest = after.strip()[org_class.end() :] if org_class else ""
+            if org_class and len(_words(rest)) == 1 and "的" not in rest:
+                # "在哪个律师事务所执业": the class is a kind of organisation (all its words), and
+                # what follows it is the predicate, whatever the tagger says (执业 is a noun)
+                class_words = set(_content_terms(org_class.group(0)))
+                after_terms = [t for t in after_terms if t not in class_words]
+                class_predicate = after_terms
+            else:  # "哪家公司倡议时间更早": 公司 only names the category
+                after_terms = after_terms[1:]
         if head_before.strip():
             head = _content_terms(head_before, pos)
             # "X的Y": Y is a noun phrase whatever the tagger says (爱好 is tagged as a verb)
@@ -1020,6 +1030,8 @@ def _subquestions_zh(q: str, entities: Sequence[Entity]) -> list[SubQuestion]:
         for t in scene:
             pos[t] = pos.get(t, 1.0) * CONTEXT_WEIGHT
         attribute = list(dict.fromkeys(scene + attribute + head))
+        for t in class_predicate:
+            pos[t] = VERB_WEIGHT
         frame = _TIME_PHRASE.search(clause)
         if frame:
             # "在入院前一周去过哪些城市": the event says when, it is not asked (as "住院期间")

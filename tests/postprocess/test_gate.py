@@ -1386,3 +1386,20 @@ def test_the_class_after_a_question_word_is_no_organisation() -> None:
     assert not passed.refused, passed.details
     without = decide(question, judgment.replace("辩护人：钱某，青川市正义律师事务所律师。", ""))
     assert without.refused and without.reason == "attribute_missing", without.details
+
+
+def test_the_verb_after_an_organisation_class_is_the_predicate() -> None:
+    """ "在哪个律师事务所执业": the class is a kind of organisation (律师事务所, all of it) and the
+    one word after it is the predicate whatever the tagger says (执业 is tagged a noun): it is
+    the text's to word ("X律师事务所律师"). "哪家公司的排放量更高" keeps its asked noun."""
+    question = "根据青川市桐城区人民法院的判决书，赵某的辩护人在哪个律师事务所执业？"
+    sub = analyze_question(question).subquestions[0]
+    assert sub.pos["执业"] < 1.0 and "事务所" not in sub.head
+    judgment = (
+        "青川市桐城区人民法院刑事判决书\n被告人赵某，男，1980年5月出生。\n"
+        "辩护人：钱某，青川市正义律师事务所律师。"
+    )
+    passed = decide(question, judgment)
+    assert not passed.refused, passed.details
+    compared = analyze_question("哪家公司的二氧化碳排放量更高？").subquestions[0]
+    assert compared.pos.get("排放量", 1.0) >= 1.0
