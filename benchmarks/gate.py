@@ -1125,58 +1125,31 @@ def main() -> None:
         items, run_gate(kb, items, data, **settings, lookup=False)["decisions"], True
     )
     baselines = [threshold_baseline(items, data, s) for s in ("dense_top", "top_coverage")]
-    dragon_near = probe_report(
-        kb,
-        items,
-        data,
-        dragon_probes,
-        name="near_miss_probes",
-        per="per_rule",
-        examples=10,
-        **settings,
-    )
-    record_near = probe_report(
-        kb,
-        items,
-        data,
-        record_probes,
-        name="record_probes",
-        per="per_family",
-        examples=20,
-        **settings,
-    )
-    anew = probe_report(
-        kb,
-        items,
-        data,
-        asked_anew_probes,
-        name="asked_anew_probes",
-        per="per_family",
-        examples=20,
-        retrieved=CACHE / "gate-dragonball_zh-asked-anew.pkl",
-        **settings,
-    )
-    owned_ok = probe_report(
-        kb,
-        items,
-        data,
-        owned_answerable_probes,
-        name="owned_answerable_probes",
-        per="per_kind",
-        examples=20,
-        retrieved=CACHE / "gate-dragonball_zh-owned-answerable.pkl",
-        **settings,
-    )
-    finance_near = probe_report(
-        kb,
-        items,
-        data,
-        finance_probes,
-        name="finance_probes",
-        per="per_family",
-        examples=20,
-        **settings,
-    )
+    # probe sets: (name, builder, per, examples, own retrieval cache or None)
+    probe_sets = [
+        ("near_miss_probes", dragon_probes, "per_rule", 10, None),
+        ("record_probes", record_probes, "per_family", 20, None),
+        ("asked_anew_probes", asked_anew_probes, "per_family", 20, "asked-anew"),
+        ("owned_answerable_probes", owned_answerable_probes, "per_kind", 20, "owned-answerable"),
+        ("finance_probes", finance_probes, "per_family", 20, None),
+    ]
+    reports = {
+        name: probe_report(
+            kb,
+            items,
+            data,
+            builder,
+            name=name,
+            per=per,
+            examples=examples,
+            retrieved=CACHE / f"gate-dragonball_zh-{cache}.pkl" if cache else None,
+            **settings,
+        )
+        for name, builder, per, examples, cache in probe_sets
+    }
+    dragon_near, record_near = reports["near_miss_probes"], reports["record_probes"]
+    anew, owned_ok = reports["asked_anew_probes"], reports["owned_answerable_probes"]
+    finance_near = reports["finance_probes"]
 
     srun = run_gate(skb, sample_items, sdata, **settings)
     sample = summarize(sample_items, srun["decisions"], split=False)["all"]
