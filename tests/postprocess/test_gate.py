@@ -1403,3 +1403,16 @@ def test_the_verb_after_an_organisation_class_is_the_predicate() -> None:
     assert not passed.refused, passed.details
     compared = analyze_question("哪家公司的二氧化碳排放量更高？").subquestions[0]
     assert compared.pos.get("排放量", 1.0) >= 1.0
+
+
+def test_an_event_before_qian_after_zai_is_a_time_frame() -> None:
+    """ "在入院前一周去过哪些城市": 入院 only says when (as "住院期间"), so a record that names the
+    admission but no travel does not answer; one that tells the trip does."""
+    question = "王某某在入院前一周去过哪些城市？"
+    sub = analyze_question(question).subquestions[0]
+    assert sub.pos["入院"] < 1.0
+    admitted = "患者王某某，男，45岁，教师，因反复胸痛三天入院。入院后完善心电图检查，病情稳定。"
+    refused = decide(question, admitted)
+    assert refused.refused, refused.details
+    passed = decide(question, admitted + "患者入院前一周曾去过上海、杭州出差。")
+    assert not passed.refused, passed.details
