@@ -406,6 +406,18 @@ RECORD_PROBE_FAMILIES: dict[str, tuple[str, list[tuple[str, str]]]] = {
 _RECORD_SCOPE = re.compile(r"^根据(?P<orgs>[^，,]+?)的(?P<kind>住院病历|判决书)[，,]")
 
 
+def unique_per_half(rows: list[tuple[QAItem, str, str]]) -> list[tuple[QAItem, str, str]]:
+    """The probe rows in order, each (half, probe question) once: a probe built from two source
+    questions of a half counts once."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for item, probe, kind in rows:
+        if (half(item.id), probe) not in seen:
+            seen.add((half(item.id), probe))
+            out.append((item, probe, kind))
+    return out
+
+
 def record_people(
     items: list[QAItem], texts: dict[str, str]
 ) -> Iterator[tuple[QAItem, str, str, str, list[str]]]:
@@ -432,7 +444,6 @@ def record_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAIt
     """(answerable source item, probe question, family) per person of ``record_people`` and
     family whose document kind the question is scoped to; per half without duplicates."""
     out: list[tuple[QAItem, str, str]] = []
-    seen: set[tuple[str, str]] = set()
     for item, scoped_kind, person, org, own in record_people(items, texts):
         for family, (kind, predicates) in RECORD_PROBE_FAMILIES.items():
             if kind != scoped_kind:
@@ -447,11 +458,8 @@ def record_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAIt
             elif kind == "住院病历" and pick % 3 == 0:
                 label = "患者" + person
             probe = f"根据{org}的{kind}，{absent[pick % len(absent)].format(p=label)}？"
-            if (half(item.id), probe) in seen:
-                continue
-            seen.add((half(item.id), probe))
             out.append((item, probe, family))
-    return out
+    return unique_per_half(out)
 
 
 # *asked-anew* probes: the calibration half's unanswerable medical and law questions ("irrelevant"
@@ -557,7 +565,6 @@ def asked_anew_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[
     """(answerable source item, probe question, "kind/family") per person of ``record_people``
     and predicate picked; per half without duplicates (see ASKED_ANEW_FAMILIES)."""
     out: list[tuple[QAItem, str, str]] = []
-    seen: set[tuple[str, str]] = set()
     for item, kind, person, org, own in record_people(items, texts):
         values = {
             "p": person,
@@ -581,11 +588,8 @@ def asked_anew_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[
                 if int(hashlib.sha1(key.encode()).hexdigest(), 16) % 3:
                     continue
                 probe = f"根据{org}的{kind}，" + text.format(**values) + "？"
-                if (half(item.id), probe) in seen:
-                    continue
-                seen.add((half(item.id), probe))
                 out.append((item, probe, f"{kind}/{family}"))
-    return out
+    return unique_per_half(out)
 
 
 # *Answerable* asked-anew probes: the same people asked what belongs to somebody else of their
@@ -620,16 +624,11 @@ def owned_answerable_probes(
     OWNED_ANSWERABLE predicate whose regex one of the person's documents matches; per half
     without duplicates."""
     out: list[tuple[QAItem, str, str]] = []
-    seen: set[tuple[str, str]] = set()
     for item, kind, person, org, own in record_people(items, texts):
         for k, present, text in OWNED_ANSWERABLE:
-            if k != kind or not any(re.search(present, t) for t in own):
-                continue
-            probe = f"根据{org}的{kind}，" + text.format(p=person) + "？"
-            if (half(item.id), probe) not in seen:
-                seen.add((half(item.id), probe))
-                out.append((item, probe, kind))
-    return out
+            if k == kind and any(re.search(present, t) for t in own):
+                out.append((item, f"根据{org}的{kind}，" + text.format(p=person) + "？", kind))
+    return unique_per_half(out)
 
 
 # finance near-miss probes, built anew from the companies of answerable finance questions (whose
@@ -760,13 +759,6 @@ def finance_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAI
     stems = finance_companies(texts)
     docs_of = {s: [t for t in texts.values() if s in t] for s in stems}
     out: list[tuple[QAItem, str, str]] = []
-    seen: set[tuple[str, str]] = set()
-
-    def add(item: QAItem, probe: str, family: str) -> None:
-        if (half(item.id), probe) not in seen:
-            seen.add((half(item.id), probe))
-            out.append((item, probe, family))
-
     for item in items:
         if not item.answerable or "finance" not in (item.category or ""):
             continue
@@ -789,7 +781,7 @@ def finance_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAI
                 pick = int(hashlib.sha1(f"{item.id}|{stem}|{family}".encode()).hexdigest(), 16)
                 year = re.search(r"(\d{4}年)" + re.escape(mention), item.question)
                 label = (year.group(1) if year and pick % 2 else "") + mention
-                add(item, absent[pick % len(absent)].format(c=label) + "？", family)
+                out.append((item, absent[pick % len(absent)].format(c=label) + "？", family))
         for (s1, m1), (s2, m2) in itertools.permutations(named[:2], 2):
             d1, d2 = docs_of[s1], docs_of[s2]
             pick = int(hashlib.sha1(f"{item.id}|{s1}|{s2}".encode()).hexdigest(), 16)
@@ -799,7 +791,9 @@ def finance_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAI
                 if not any(re.search(w, t) for t in d1 + d2)
             ]
             if both and s1 < s2:
-                add(item, both[pick % len(both)].format(c=m1, d=m2) + "？", "fin_compare_both")
+                out.append(
+                    (item, both[pick % len(both)].format(c=m1, d=m2) + "？", "fin_compare_both")
+                )
             one = [
                 a
                 for a, w in FINANCE_PROBE_FAMILIES["fin_compare_one"]
@@ -811,8 +805,8 @@ def finance_probes(items: list[QAItem], texts: dict[str, str]) -> list[tuple[QAI
                 form = forms[(pick // 7) % len(forms)]
                 # the company lacking the fact is named first or second, as it falls
                 c, d = (m1, m2) if pick % 2 else (m2, m1)
-                add(item, form.format(c=c, d=d, a=attr) + "？", "fin_compare_one")
-    return out
+                out.append((item, form.format(c=c, d=d, a=attr) + "？", "fin_compare_one"))
+    return unique_per_half(out)
 
 
 def probe_report(
