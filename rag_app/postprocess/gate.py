@@ -715,17 +715,13 @@ def _not_surname(q: str, start: int, end: int) -> bool:
     """ "公开某犯罪份子", "路过某栋楼": the char before 某 ends a word, it is no surname. Still a
     name: "X某某" (the anonymised-name pattern: "对白某某", "和田某某"), after a preposition or
     conjunction ("原告和田某"), and when the char before it belongs to the word before ("经过梁某")."""
-    _jieba()
-    import jieba
-
     if re.match(r"[栋座辆件条只台张本所间处些]", q[end : end + 1]):
         return True
     if start == 0 or q[start + 1 : end] == "某某" or q[start - 1] in _NAME_LEAD:
         return False
-    freq = jieba.dt.FREQ
-    if start >= 2 and freq.get(q[start - 2 : start], 0) > 0:
+    if start >= 2 and _is_word(q[start - 2 : start]):
         return False
-    return freq.get(q[start - 1 : start + 1], 0) > 0
+    return _is_word(q[start - 1 : start + 1])
 
 
 # chars that typically stand right before a name ("和田某", "向李某", "称王某")
@@ -1590,9 +1586,6 @@ def _presupposed(sub: SubQuestion) -> list[str]:
     more (dictionary words, not support, light or generic words). A verb used as the predicate
     ("在哪个法院受审", "被判定犯了") is left out: the text words it its own way (审理, 判处), and so
     is a reporting verb ("报告中提到的…")."""
-    _jieba()
-    import jieba
-
     return [
         t
         for t in dict.fromkeys(sub.head + sub.attribute)
@@ -1601,7 +1594,7 @@ def _presupposed(sub: SubQuestion) -> list[str]:
         and t not in _SUPPORT_VERBS
         and t not in _REPORTING_VERBS
         and sub.pos.get(t, 1.0) > LIGHT_WEIGHT
-        and jieba.dt.FREQ.get(t, 0) > 0
+        and _is_word(t)
         and not (sub.pos.get(t, 1.0) < 1.0 and re.search(re.escape(t) + _PREDICATE_AFTER, sub.text))
     ]
 
@@ -1613,8 +1606,6 @@ def _compound_members(sub: SubQuestion) -> list[str]:
     however common it is elsewhere in the knowledge base (处罚 in every judgment). Modifiers
     before a noun ("防止污染设施" ~ "污染防治设施", "绿色产品" ~ "环保型产品") are paraphrased and
     are not checked."""
-    import jieba
-
     raw = _words_raw(sub.text)
     out = [
         b
@@ -1626,7 +1617,7 @@ def _compound_members(sub: SubQuestion) -> list[str]:
         and len(b) >= 2
         and b not in _SUPPORT_VERBS
         and b not in _REPORTING_VERBS
-        and jieba.dt.FREQ.get(b, 0) > 0
+        and _is_word(b)
     ]
     return list(dict.fromkeys(out))
 
@@ -2031,20 +2022,20 @@ class EvidenceGate(BaseNodePostprocessor):
             # "65周岁…10年交", "二次赔付": the numbers qualify the asked value, in the same passage
             ok = all(_mentions(p, e) for e in qualifiers)
         subject = [t for t in sub.subject if weights.get(t, 1.0) >= self.subject_min_idf]
+        named = any(e.kind in _MAIN for e in anchors)  # the question is about a named entity
         if ok and subject:
             # only specific subject words count ("财务报销系统的…"), not 案件/公司
             ok = _coverage(p, subject, w, c) >= self.min_subject_coverage
             # a thing a named entity owns ("X的辩护人的…"), not a lay question's relative clause
             # ("留置物产生的收益", "申请人隐瞒情况的后果")
             owned = [t for t in subject if sub.pos.get(t, 1.0) >= 1.0]
-            named = any(e.kind in _MAIN for e in anchors)
             if ok and owned and named and self.subject_sentence and not p.columns:
                 ok = self._owned_in_sentence(sub, p, owned, weights, anchors)
         if ok and self.min_last_head > 0 and nouns:
             last = [t for t in sub.head if sub.pos.get(t, 1.0) >= 1.0][-1]
             ok = max(p.match(last, c), (given or {}).get(last, 0.0)) >= self.min_last_head
         typed = ok and self._typed(sub, p)
-        if typed and self.check_effects and any(e.kind in _MAIN for e in anchors):
+        if typed and self.check_effects and named:
             # about a named entity: an effect or a reason must be stated where the head is
             typed = self._affects(sub, p) and self._caused(sub, p)
         return ok, typed, h, a
@@ -2207,12 +2198,9 @@ class EvidenceGate(BaseNodePostprocessor):
             if scope_orgs and self.check_presupposed:
                 # "根据X医院的住院病历，X医院的院长是谁": nobody named, the question is about the
                 # scope's organisation; its documents are the ones to presuppose from
+                # (their opening chunks join the coverage below, as a named entity's do)
                 heads.update(self._doc_heads([p for p in pool if p.doc_id not in heads]))
-                in_scope: set[str] = set()
-                for d in groups[0][1]:
-                    seen = [p for p in pool if p.doc_id == d] + ([heads[d]] if d in heads else [])
-                    if any(_mentions(x, e) for x in seen for e in scope_orgs):
-                        in_scope.add(d)
+                in_scope = {p.doc_id for p in self._in_scope(pool, scope_orgs)}
                 if in_scope:
                     groups = [(_SCOPE_GROUP, in_scope)]
         # 3. + 4. per entity and sub-question: one passage with the head, the predicate and a value
