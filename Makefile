@@ -77,8 +77,29 @@ pytest: install browser-deps postgres-deps
 
 test: lint typecheck pytest
 
+# `make bench`: one quick run of every benchmark script in benchmarks/ (the commands behind the
+# published figures are in docs/benchmarks.md). All but service_load.py need the shared dev data
+# (../shared/data, or RAG_SHARED_DATA) and print "skipped" without it. The first run builds the
+# cached KBs in benchmarks/.cache/ (embedding the dev sets: tens of minutes); later runs take minutes.
+# chunking, laws_refusals, latency and gate run at their published size and rewrite their file in
+# benchmarks/results/; the others run smaller and write to $(BENCH_OUT)/ (not committed).
+BENCH_OUT := benchmarks/.cache/bench
 bench: install
-	$(PY) benchmarks/ingest_retrieve.py
+	$(PY) benchmarks/chunking.py
+	$(PY) benchmarks/laws_refusals.py
+	$(PY) benchmarks/latency.py
+	$(PY) benchmarks/retrieval.py --limit 50 --configs structure_keyword structure_engine \
+		--name ../.cache/bench/retrieval
+	$(PY) benchmarks/gate.py
+	$(PY) benchmarks/query_scale.py --sizes 5000 --queries 50 --prewarm --label bench \
+		--json $(BENCH_OUT)/query_scale.json
+	$(PY) benchmarks/ledger_writes.py --sizes 5000 --files 10 --label bench \
+		--json $(BENCH_OUT)/ledger_writes.json
+	$(PY) benchmarks/ingest_throughput.py --mb 0.5 --repeat 1 --label bench \
+		--json $(BENCH_OUT)/ingest_throughput.json
+	$(PY) benchmarks/memory.py --sizes 5 --real-model-size 0 --json $(BENCH_OUT)/memory.json
+	$(PY) benchmarks/service_load.py --clients 2 --duration 10 --drain 30 \
+		--json $(BENCH_OUT)/service_load.json
 
 clean:
 	rm -rf .rag .pytest_cache .mypy_cache .ruff_cache
