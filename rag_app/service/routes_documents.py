@@ -119,6 +119,7 @@ async def upload_document(
 
 
 MAX_PAGE = 1000
+MAX_OFFSET = 2**31 - 1  # SQL integers are 64-bit; a larger offset was a 500
 
 
 @router.get("", response_model=DocumentList)
@@ -126,7 +127,9 @@ def list_documents(
     key: KeyDep,
     state: StateDep,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="documents per page")] = 200,
-    offset: Annotated[int, Query(ge=0, description="documents to skip (ordered by path)")] = 0,
+    offset: Annotated[
+        int, Query(ge=0, le=MAX_OFFSET, description="documents to skip (ordered by path)")
+    ] = 0,
 ) -> DocumentList:
     """The tenant's documents by path, a page at a time (``total`` counts them all)."""
     docs = state.kb.documents(key.tenant, limit=limit, offset=offset)
