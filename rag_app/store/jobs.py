@@ -228,13 +228,25 @@ class JobQueue:
             )
         return bool(result.rowcount)
 
-    def finish(self, job_id: int, status: JobStatus, error: str | None = None) -> None:
+    def finish(
+        self, job_id: int, status: JobStatus, error: str | None = None, *, worker: str
+    ) -> bool:
+        """Record the outcome of ``worker``'s job; False (nothing written) when the job is no
+        longer that worker's: requeued after its lease ran out and claimed by another worker,
+        or cancelled (its document deleted) meanwhile."""
         with self.engine.begin() as conn:
-            conn.execute(
+            result = conn.execute(
                 update(jobs)
-                .where(jobs.c.job_id == job_id)
+                .where(
+                    and_(
+                        jobs.c.job_id == job_id,
+                        jobs.c.worker == worker,
+                        jobs.c.status == JobStatus.PROCESSING.value,
+                    )
+                )
                 .values(status=status.value, error=_clip_error(error), finished_at=time.time())
             )
+        return bool(result.rowcount)
 
     def cancel_for_document(self, doc_id: str) -> int:
         """Cancel a document's open jobs (it is being deleted)."""
