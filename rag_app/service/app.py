@@ -21,6 +21,7 @@ from rag_app.kb import KnowledgeBase
 from rag_app.service import routes_documents, routes_query
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.errors import install_error_handlers
+from rag_app.service.headers import SecurityHeaders
 from rag_app.service.schemas import Health, Me
 from rag_app.service.worker import WorkerPool
 from rag_app.store.jobs import JobQueue
@@ -96,6 +97,7 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(SecurityHeaders)
     app.state.service = state
     app.state.pool = pool
     app.include_router(system)
