@@ -96,3 +96,21 @@ def test_long_chinese_upload_name_is_cut_to_the_file_system_limit(service: Servi
 def test_long_name_with_a_long_extension_is_cut(service: Service) -> None:
     response = service.upload("文" * 100 + ".md" + "档" * 100, "# 制度\n\n内容一。")
     assert response.status_code in (202, 415), response.text
+
+
+@pytest.mark.parametrize(
+    "raw,stored",
+    [
+        ("invoice\u202efdp.md", "invoicefdp.md"),  # right-to-left override
+        ("\u2067报告\u2069.md", "报告.md"),  # right-to-left isolate ... pop
+        ("制\u200b度\u200f.md", "制度.md"),  # zero-width space, right-to-left mark
+        ("a\x85b\u2028c.md", "a_b_c.md"),  # C1 control, line separator
+    ],
+)
+def test_bidi_and_invisible_characters_leave_upload_names(
+    service: Service, raw: str, stored: str
+) -> None:
+    response = service.upload(raw, "# 制度\n\n内容一。")
+    assert response.status_code == 202, response.text
+    assert response.json()["filename"] == stored
+    assert any((service.kb_dir / "uploads").rglob(stored))
