@@ -24,6 +24,7 @@ from rag_app.service.schemas import (
 )
 from rag_app.service.upload_body import check_declared_length, read_upload
 from rag_app.service.uploads import UploadRejected, check_content, sanitize_filename
+from rag_app.store.jobs import PendingDocument
 from rag_app.types import DocumentInfo
 
 router = APIRouter(prefix="/api/documents", tags=["documents"])
@@ -104,14 +105,6 @@ async def upload_document(
         )
     doc_id = make_doc_id(key.tenant, name)
     path = _store(state.upload_dir, doc_id, digest, name, data)
-    state.kb.ledger.register_pending(
-        doc_id=doc_id,
-        tenant=key.tenant,
-        source=str(path),
-        rel_path=name,
-        doc_type=doc_type,
-        size=len(data),
-    )
     job = state.queue.enqueue(
         doc_id=doc_id,
         tenant=key.tenant,
@@ -119,6 +112,7 @@ async def upload_document(
         path=str(path),
         rel_path=name,
         content_hash=digest,
+        document=PendingDocument(doc_type=doc_type, size=len(data)),
     )
     return Accepted(doc_id=doc_id, filename=name, job_id=job.job_id)
 
@@ -166,14 +160,6 @@ def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
         raise HTTPException(
             status.HTTP_409_CONFLICT, "the document's stored file is gone; upload it again"
         )
-    state.kb.ledger.register_pending(
-        doc_id=doc_id,
-        tenant=key.tenant,
-        source=doc.source,
-        rel_path=doc.rel_path,
-        doc_type=doc.doc_type,
-        size=doc.size_bytes,
-    )
     job = state.queue.enqueue(
         doc_id=doc_id,
         tenant=key.tenant,
@@ -181,6 +167,7 @@ def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
         path=doc.source,
         rel_path=doc.rel_path,
         content_hash=doc.content_hash,
+        document=PendingDocument(doc_type=doc.doc_type, size=doc.size_bytes),
     )
     return Accepted(doc_id=doc_id, filename=doc.rel_path, job_id=job.job_id)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from rag_app.store.jobs import JobQueue, JobStatus
 from rag_app.store.ledger import Ledger
@@ -204,3 +205,22 @@ def test_finish_is_only_the_owners(tmp_path: Path) -> None:
     assert queue.finish(other.job_id, JobStatus.SUCCESS, worker="w") is False
     cancelled = queue.get(other.job_id)
     assert cancelled is not None and cancelled.status == JobStatus.CANCELLED
+
+
+def test_a_crash_between_document_and_job_leaves_neither(
+    service: Service, monkeypatch: Any
+) -> None:
+    """The document row and its job are written in one transaction (issue 16, point 7): a crash
+    between them used to leave a PENDING document that no job would ever process."""
+    from rag_app.faults import InjectedFault
+
+    monkeypatch.setenv("RAG_FAULT", "enqueue.after_document")
+    with pytest.raises(InjectedFault):  # the TestClient re-raises the server's exception
+        service.upload("差旅.md", POLICY)
+    listed = service.client.get("/api/documents", headers=service.editor).json()
+    assert listed["total"] == 0 and listed["documents"] == []
+    assert service.client.get("/api/health").json()["queue"] == {"pending": 0, "processing": 0}
+    monkeypatch.delenv("RAG_FAULT")
+    response = service.upload("差旅.md", POLICY)  # the retry goes through whole
+    assert response.status_code == 202
+    assert service.wait(response.json()["doc_id"])["status"] == "SUCCESS"
