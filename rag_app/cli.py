@@ -56,13 +56,15 @@ def _setup_logging(verbose: bool = False) -> None:
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
 
-def _open(kb: Path | None) -> Any:
+def _open(kb: Path | None, *, read_only: bool = False) -> Any:
+    """The knowledge base; ``read_only`` commands take no writer lock (store/writer_lock.py)."""
     from rag_app.embeddings import EmbeddingLoadError
     from rag_app.kb import KnowledgeBase, KnowledgeBaseError
+    from rag_app.store.writer_lock import KnowledgeBaseBusy
 
     try:
-        return KnowledgeBase.open(kb)
-    except (KnowledgeBaseError, EmbeddingLoadError, ValueError) as exc:
+        return KnowledgeBase.open(kb, read_only=read_only)
+    except (KnowledgeBaseError, KnowledgeBaseBusy, EmbeddingLoadError, ValueError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
 
@@ -191,7 +193,7 @@ def retrieve(
     as_json: JsonOpt = False,
 ) -> None:
     """Show the chunks that best match a question, with their sources and spans."""
-    base = _open(kb)
+    base = _open(kb, read_only=True)
     try:
         hits = base.retrieve(question, top_k=top_k, tenant=tenant)
     except ValueError as exc:
@@ -231,7 +233,7 @@ def ask(
     the evidence); with it, an OpenAI-compatible model writes the answer, and markers it
     invents are removed. Sources always come from the retrieval backend.
     """
-    base = _open(kb)
+    base = _open(kb, read_only=True)
     try:
         answer = base.ask(question, tenant=tenant, top_k=top_k)
     except ValueError as exc:
@@ -270,7 +272,7 @@ def docs(
     as_json: JsonOpt = False,
 ) -> None:
     """List documents with their status, version and chunk count."""
-    base = _open(kb)
+    base = _open(kb, read_only=True)
     try:
         items = base.documents(tenant=None if all_tenants else tenant)
     finally:
@@ -302,7 +304,7 @@ def chunks(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a document's active chunks with heading paths and character spans."""
-    base = _open(kb)
+    base = _open(kb, read_only=True)
     try:
         items = base.chunks(_resolve_doc(base, doc))
     finally:
@@ -352,7 +354,7 @@ def doctor(
 
     Drops vectors of chunks that are not active and ledger/keyword rows of inactive versions.
     """
-    base = _open(kb)
+    base = _open(kb, read_only=dry_run)
     try:
         result = base.doctor(repair=not dry_run)
     finally:
@@ -535,8 +537,10 @@ def serve(
     import uvicorn
 
     from rag_app.service.app import create_app
+    from rag_app.store.writer_lock import describe_writer
 
     base = _open(kb)
+    describe_writer(base.path, f"rag serve on http://{host}:{port}")
     application = create_app(base.settings, kb=base, workers=workers)
     err.print(f"serving {base.path} on http://{host}:{port}  (UI /, API docs /docs)")
     try:

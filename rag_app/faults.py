@@ -9,6 +9,7 @@ would) when ingestion reaches that point; ``:raise`` (the default action) raises
 * ``ingest.in_commit`` - inside the ledger transaction: chunks inserted, version not flipped
 * ``ingest.after_commit`` - version flipped, old version not yet removed
 * ``delete.after_ledger`` - document removed from the ledger, vectors not yet deleted
+* ``enqueue.after_document`` - in the enqueue transaction: document PENDING, its job not yet
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.scope import Scope
 from rag_app.store.ledger import DocumentGone, Ledger
 from rag_app.store.vectors import VectorStore
+from rag_app.store.writer_lock import WriterLock
 from rag_app.types import (
     REFUSAL,
     Answer,
@@ -237,13 +238,27 @@ class KnowledgeBase:
     >>> kb.retrieve("密码多久修改一次", top_k=5)                # doctest: +SKIP
     """
 
-    def __init__(self, settings: Settings, embed_model: BaseEmbedding | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        embed_model: BaseEmbedding | None = None,
+        *,
+        read_only: bool = False,
+    ) -> None:
+        """``read_only``: this process won't write (no writer lock; see store/writer_lock.py)."""
         self.settings = settings
         self.path = settings.kb_dir
         self.path.mkdir(parents=True, exist_ok=True)
-        self.ledger = Ledger(
-            settings.ledger_url(), keyword_cache_postings=settings.keyword_cache_postings
-        )
+        # a local Chroma has one writing process: raises KnowledgeBaseBusy while another holds it
+        local = settings.chroma_url is None
+        self._writer = WriterLock(self.path) if local and not read_only else None
+        try:
+            self.ledger = Ledger(
+                settings.ledger_url(), keyword_cache_postings=settings.keyword_cache_postings
+            )
+        except BaseException:
+            self._release_writer()
+            raise
         try:
             self._check_embedding_matches()
             self.vectors = VectorStore(
@@ -251,6 +266,7 @@ class KnowledgeBase:
             )
         except BaseException:
             self.ledger.close()
+            self._release_writer()
             raise
         self._embed_model: BaseEmbedding | None = embed_model
         self._pipeline: IngestionPipeline | None = None
@@ -262,12 +278,14 @@ class KnowledgeBase:
         settings: Settings | None = None,
         *,
         embed_model: BaseEmbedding | None = None,
+        read_only: bool = False,
         **overrides: Any,
     ) -> KnowledgeBase:
         """Create or open the knowledge base in ``path`` (default: ``RAG_KB_DIR`` or ``./.rag``).
 
         ``overrides`` are Settings fields (e.g. ``chunker="sentence"``); ``embed_model`` lets
-        several knowledge bases share one loaded model.
+        several knowledge bases share one loaded model; ``read_only``: only read (ask,
+        retrieve, list), so no writer lock is taken (see store/writer_lock.py).
         """
         base = settings or Settings()
         updates = dict(overrides)
@@ -275,10 +293,16 @@ class KnowledgeBase:
             updates["kb_dir"] = Path(path)
         if updates:
             base = Settings(**{**base.model_dump(), **updates})
-        return cls(base, embed_model=embed_model)
+        return cls(base, embed_model=embed_model, read_only=read_only)
 
     def close(self) -> None:
         self.ledger.close()
+        self._release_writer()
+
+    def _release_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.release()
+            self._writer = None
 
     def __enter__(self) -> KnowledgeBase:
         return self

@@ -20,6 +20,8 @@ from rag_app.config import Settings
 from rag_app.kb import KnowledgeBase
 from rag_app.service import routes_documents, routes_query
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
+from rag_app.service.errors import install_error_handlers
+from rag_app.service.headers import SecurityHeaders
 from rag_app.service.schemas import Health, Me
 from rag_app.service.worker import WorkerPool
 from rag_app.store.jobs import JobQueue
@@ -94,6 +96,8 @@ def create_app(
         "Every /api route except /api/health needs `Authorization: Bearer <key>`.",
         lifespan=lifespan,
     )
+    install_error_handlers(app)
+    app.add_middleware(SecurityHeaders)
     app.state.service = state
     app.state.pool = pool
     app.include_router(system)

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request, UploadFile, status
+from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse
 
 from rag_app.faults import fault_point
@@ -22,12 +22,28 @@ from rag_app.service.schemas import (
     DocumentList,
     DocumentOut,
 )
+from rag_app.service.upload_body import check_declared_length, read_upload
 from rag_app.service.uploads import UploadRejected, check_content, sanitize_filename
+from rag_app.store.jobs import PendingDocument
 from rag_app.types import DocumentInfo
 
 router = APIRouter(prefix="/api/documents", tags=["documents"])
 
-_READ_BLOCK = 1 << 20
+# the request body's schema for /docs: the route reads the body itself (upload_body.py)
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {"file": {"type": "string", "format": "binary"}},
+                }
+            }
+        },
+    }
+}
 
 
 def _own_document(state: ServiceState, tenant: str, doc_id: str) -> DocumentInfo:
@@ -40,19 +56,6 @@ def _own_document(state: ServiceState, tenant: str, doc_id: str) -> DocumentInfo
 
 def _out(state: ServiceState, doc: DocumentInfo) -> DocumentOut:
     return DocumentOut.of(doc, state.queue.latest_for([doc.doc_id]).get(doc.doc_id))
-
-
-async def _read_limited(file: UploadFile, limit: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    while block := await file.read(_READ_BLOCK):
-        size += len(block)
-        if size > limit:
-            raise UploadRejected(
-                413, f"file too large: more than {limit / 1048576:g} MB (RAG_UPLOAD_MAX_MB)"
-            )
-        parts.append(block)
-    return b"".join(parts)
 
 
 def _store(upload_dir: Path, doc_id: str, digest: str, name: str, data: bytes) -> Path:
@@ -71,20 +74,23 @@ def _store(upload_dir: Path, doc_id: str, digest: str, name: str, data: bytes) -
     return target
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=Accepted)
+@router.post(
+    "", status_code=status.HTTP_202_ACCEPTED, response_model=Accepted, openapi_extra=_UPLOAD_BODY
+)
 async def upload_document(
-    request: Request, file: UploadFile, key: EditorDep, state: StateDep
+    request: Request, key: EditorDep, state: StateDep
 ) -> Accepted | JSONResponse:
-    """Upload a file (multipart field ``file``); ingestion runs in the background (202)."""
+    """Upload a file (multipart field ``file``); ingestion runs in the background (202).
+
+    The key is checked (401/403) and a declared Content-Length over RAG_UPLOAD_MAX_MB refused
+    (413) before the body is read; without one, reading stops at the limit (413)."""
     limit = state.settings.upload_max_bytes
     try:
-        declared = int(request.headers.get("content-length", "0") or 0)
-        if declared > limit + 64 * 1024:  # multipart framing adds a little
-            raise UploadRejected(
-                413, f"file too large: more than {limit / 1048576:g} MB (RAG_UPLOAD_MAX_MB)"
-            )
-        name = sanitize_filename(file.filename)
-        data = await _read_limited(file, limit)
+        check_declared_length(request.headers.get("content-length"), limit)
+        raw_name, data = await read_upload(
+            request.headers.get("content-type"), request.stream(), limit
+        )
+        name = sanitize_filename(raw_name)
         doc_type = check_content(name, data)
     except UploadRejected as exc:
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
@@ -99,14 +105,6 @@ async def upload_document(
         )
     doc_id = make_doc_id(key.tenant, name)
     path = _store(state.upload_dir, doc_id, digest, name, data)
-    state.kb.ledger.register_pending(
-        doc_id=doc_id,
-        tenant=key.tenant,
-        source=str(path),
-        rel_path=name,
-        doc_type=doc_type,
-        size=len(data),
-    )
     job = state.queue.enqueue(
         doc_id=doc_id,
         tenant=key.tenant,
@@ -114,11 +112,13 @@ async def upload_document(
         path=str(path),
         rel_path=name,
         content_hash=digest,
+        document=PendingDocument(doc_type=doc_type, size=len(data)),
     )
     return Accepted(doc_id=doc_id, filename=name, job_id=job.job_id)
 
 
 MAX_PAGE = 1000
+MAX_OFFSET = 2**31 - 1  # SQL integers are 64-bit; a larger offset was a 500
 
 
 @router.get("", response_model=DocumentList)
@@ -126,7 +126,9 @@ def list_documents(
     key: KeyDep,
     state: StateDep,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="documents per page")] = 200,
-    offset: Annotated[int, Query(ge=0, description="documents to skip (ordered by path)")] = 0,
+    offset: Annotated[
+        int, Query(ge=0, le=MAX_OFFSET, description="documents to skip (ordered by path)")
+    ] = 0,
 ) -> DocumentList:
     """The tenant's documents by path, a page at a time (``total`` counts them all)."""
     docs = state.kb.documents(key.tenant, limit=limit, offset=offset)
@@ -158,14 +160,6 @@ def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
         raise HTTPException(
             status.HTTP_409_CONFLICT, "the document's stored file is gone; upload it again"
         )
-    state.kb.ledger.register_pending(
-        doc_id=doc_id,
-        tenant=key.tenant,
-        source=doc.source,
-        rel_path=doc.rel_path,
-        doc_type=doc.doc_type,
-        size=doc.size_bytes,
-    )
     job = state.queue.enqueue(
         doc_id=doc_id,
         tenant=key.tenant,
@@ -173,6 +167,7 @@ def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
         path=doc.source,
         rel_path=doc.rel_path,
         content_hash=doc.content_hash,
+        document=PendingDocument(doc_type=doc.doc_type, size=doc.size_bytes),
     )
     return Accepted(doc_id=doc_id, filename=doc.rel_path, job_id=job.job_id)
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from rag_app.store.jobs import Job
 from rag_app.types import ChunkInfo, DocumentInfo, Source
@@ -108,16 +109,28 @@ class SourceOut(BaseModel):
         return cls(filename=filename, **data)
 
 
+MAX_DOC_IDS = 4096  # a scope is bound into SQL; SQLite allows 32,766 variables per statement
+DocId = Annotated[str, StringConstraints(max_length=128)]
+
+
 class AskIn(BaseModel):
     question: str = Field(min_length=1, max_length=2000)
     top_k: int = Field(5, ge=1, le=50)
-    doc_ids: list[str] | None = Field(None, description="Only these documents (of your tenant).")
+    doc_ids: list[DocId] | None = Field(
+        None,
+        max_length=MAX_DOC_IDS,
+        description=f"Only these documents (of your tenant), at most {MAX_DOC_IDS}.",
+    )
 
 
 class RetrieveIn(BaseModel):
     query: str = Field(min_length=1, max_length=2000)
     top_k: int = Field(5, ge=1, le=50)
-    doc_ids: list[str] | None = None
+    doc_ids: list[DocId] | None = Field(
+        None,
+        max_length=MAX_DOC_IDS,
+        description=f"Only these documents (of your tenant), at most {MAX_DOC_IDS}.",
+    )
 
 
 class AnswerOut(BaseModel):

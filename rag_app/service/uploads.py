@@ -10,6 +10,8 @@ from rag_app.readers import SUPPORTED_EXTENSIONS
 from rag_app.readers.text import sniff_binary
 
 MAX_NAME_CHARS = 160
+MAX_NAME_BYTES = 200  # UTF-8; file systems allow 255 bytes per name (85 Chinese characters)
+_CONTROL = ("Cc", "Zl", "Zp")  # C0/C1 controls, line and paragraph separators
 _UNSAFE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
 
 
@@ -29,14 +31,26 @@ def sanitize_filename(raw: str | None) -> str:
     'passwd.md'
     >>> sanitize_filename("C:\\\\docs\\\\制度 v2.md")
     '制度 v2.md'
+    >>> sanitize_filename("invoice\u202efdp.exe")
+    'invoicefdp.exe'
     """
     name = unicodedata.normalize("NFC", raw or "")
+    # invisible format characters (bidi overrides such as U+202E, which shows "evil\u202egpj.exe"
+    # as "evilexe.jpg", isolates, zero-width marks) go; other controls and line separators become _
+    name = "".join(
+        "_" if unicodedata.category(c) in _CONTROL else c
+        for c in name
+        if unicodedata.category(c) != "Cf"
+    )
     name = PureWindowsPath(PurePosixPath(name).name).name  # strip both separator styles
     name = _UNSAFE.sub("_", name).strip().lstrip(".").strip()
-    if len(name) > MAX_NAME_CHARS:
+    if len(name) > MAX_NAME_CHARS or len(name.encode()) > MAX_NAME_BYTES:
         stem, dot, ext = name.rpartition(".")
-        ext = ext if dot and len(ext) <= 10 else ""
-        name = stem[: MAX_NAME_CHARS - len(ext) - 1] + ("." + ext if ext else "")
+        ext = "." + ext if dot and len(ext) <= 10 else ""
+        stem = stem if dot else name
+        stem = stem[: MAX_NAME_CHARS - len(ext)]
+        room = MAX_NAME_BYTES - len(ext.encode())
+        name = stem.encode()[:room].decode("utf-8", "ignore").rstrip() + ext
     if not name or name in {".", ".."}:
         raise UploadRejected(422, "the upload has no usable file name")
     return name

@@ -89,13 +89,18 @@ class Worker:
             result.reason = internal_error(exc)
             self.kb.ledger.mark_failed(job.doc_id, result.reason)
         if result.status in ("SUCCESS", "UNCHANGED"):
-            self.queue.finish(job.job_id, JobStatus.SUCCESS)
+            status, error = JobStatus.SUCCESS, None
         elif result.status == "CANCELLED":
-            self.queue.finish(job.job_id, JobStatus.CANCELLED, result.reason)
+            status, error = JobStatus.CANCELLED, result.reason
         else:
             document = self.kb.ledger.get_document(job.doc_id)  # its error is the public one
-            self.queue.finish(
-                job.job_id, JobStatus.FAILED, document.error if document else result.reason
+            status, error = JobStatus.FAILED, document.error if document else result.reason
+        if not self.queue.finish(job.job_id, status, error, worker=self.name):
+            logger.warning(
+                "job %s: no longer this worker's (%s): its outcome %s is not recorded",
+                job.job_id,
+                self.name,
+                status.value,
             )
         return result
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import and_, func, insert, select, text, update
 
+from rag_app.faults import fault_point
 from rag_app.store.ledger import Ledger, _clip_error, documents, jobs
 from rag_app.types import DocStatus
 
@@ -54,6 +55,15 @@ class Job:
         return cls(**{k: row[k] for k in cls.__dataclass_fields__})
 
 
+@dataclass(frozen=True)
+class PendingDocument:
+    """What :meth:`JobQueue.enqueue` needs to register the job's document as PENDING (its id,
+    tenant, stored path and name are the job's)."""
+
+    doc_type: str
+    size: int
+
+
 class JobQueue:
     """Queue operations on the ledger's ``jobs`` table."""
 
@@ -71,8 +81,12 @@ class JobQueue:
         path: str,
         rel_path: str,
         content_hash: str | None = None,
+        document: PendingDocument | None = None,
     ) -> Job:
-        """Add a job, or return the document's job that is still PENDING (coalesced)."""
+        """Add a job, or return the document's job that is still PENDING (coalesced).
+
+        ``document``: also create (or re-mark) the document as PENDING, in the same transaction,
+        so that a crash can't leave a PENDING document without a job (or the reverse)."""
         now = time.time()
         with self.engine.begin() as conn:
             if self.ledger.is_postgres:
@@ -88,6 +102,17 @@ class JobQueue:
                 # pending job and each insert one: take the write lock first (a no-op write)
                 # so that they queue on busy_timeout and coalesce
                 conn.execute(update(jobs).where(jobs.c.job_id == -1).values(status=jobs.c.status))
+            if document is not None:
+                self.ledger.register_pending_in(
+                    conn,
+                    doc_id=doc_id,
+                    tenant=tenant,
+                    source=path,
+                    rel_path=rel_path,
+                    doc_type=document.doc_type,
+                    size=document.size,
+                )
+                fault_point("enqueue.after_document")  # document written, its job not yet
             row = (
                 conn.execute(
                     select(jobs).where(
@@ -228,13 +253,25 @@ class JobQueue:
             )
         return bool(result.rowcount)
 
-    def finish(self, job_id: int, status: JobStatus, error: str | None = None) -> None:
+    def finish(
+        self, job_id: int, status: JobStatus, error: str | None = None, *, worker: str
+    ) -> bool:
+        """Record the outcome of ``worker``'s job; False (nothing written) when the job is no
+        longer that worker's: requeued after its lease ran out and claimed by another worker,
+        or cancelled (its document deleted) meanwhile."""
         with self.engine.begin() as conn:
-            conn.execute(
+            result = conn.execute(
                 update(jobs)
-                .where(jobs.c.job_id == job_id)
+                .where(
+                    and_(
+                        jobs.c.job_id == job_id,
+                        jobs.c.worker == worker,
+                        jobs.c.status == JobStatus.PROCESSING.value,
+                    )
+                )
                 .values(status=status.value, error=_clip_error(error), finished_at=time.time())
             )
+        return bool(result.rowcount)
 
     def cancel_for_document(self, doc_id: str) -> int:
         """Cancel a document's open jobs (it is being deleted)."""

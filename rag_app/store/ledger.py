@@ -426,19 +426,42 @@ class Ledger:
         self, *, doc_id: str, tenant: str, source: str, rel_path: str, doc_type: str, size: int
     ) -> None:
         """Create (or re-mark) a document as PENDING: queued, its active version still served."""
-        now = _now()
         with self.engine.begin() as conn:
-            done = conn.execute(
-                update(documents)
-                .where(documents.c.doc_id == doc_id)
-                .values(status=DocStatus.PENDING.value, error=None, updated_at=now)
+            self.register_pending_in(
+                conn,
+                doc_id=doc_id,
+                tenant=tenant,
+                source=source,
+                rel_path=rel_path,
+                doc_type=doc_type,
+                size=size,
             )
-            if not done.rowcount:
-                conn.execute(
-                    _new_document(doc_id, tenant, source, rel_path, doc_type, size, now).values(
-                        status=DocStatus.PENDING.value
-                    )
+
+    @staticmethod
+    def register_pending_in(
+        conn: Any,
+        *,
+        doc_id: str,
+        tenant: str,
+        source: str,
+        rel_path: str,
+        doc_type: str,
+        size: int,
+    ) -> None:
+        """:meth:`register_pending` inside the caller's transaction ``conn`` (the job queue
+        writes the document and its job in one)."""
+        now = _now()
+        done = conn.execute(
+            update(documents)
+            .where(documents.c.doc_id == doc_id)
+            .values(status=DocStatus.PENDING.value, error=None, updated_at=now)
+        )
+        if not done.rowcount:
+            conn.execute(
+                _new_document(doc_id, tenant, source, rel_path, doc_type, size, now).values(
+                    status=DocStatus.PENDING.value
                 )
+            )
 
     def find_by_hash(self, tenant: str, content_hash: str) -> str | None:
         """A document of ``tenant`` whose active content has this hash, if any."""

@@ -204,15 +204,27 @@ class PostingCache:
         return None if row is None else bytes(row[0])
 
     def _load_state(self, conn: Any, version: bytes) -> _State | None:
-        """Row lengths of ``version``; None when rowids are too sparse for an array by rowid."""
+        """Row lengths of ``version``; None when rowids are too sparse for an array by rowid, or
+        when the index changed after ``version`` was read (the caller then asks FTS5).
+
+        One statement reads the rows (a consistent snapshot: the array is sized from the rowids
+        it read, never from an earlier ``max(id)`` another writer may have overtaken), and the
+        version read after it must still be ``version``: the rows are that version's."""
         cursor = conn.connection.cursor()
         try:
-            highest = cursor.execute("SELECT max(id) FROM chunk_fts_docsize").fetchone()[0] or 0
-            if highest > MAX_ROWID:
+            # an early way out only: a writer may add rows before the next statement
+            if (cursor.execute("SELECT max(id) FROM chunk_fts_docsize").fetchone()[0] or 0) > (
+                MAX_ROWID
+            ):
                 return None
             sizes = cursor.execute("SELECT id, sz FROM chunk_fts_docsize").fetchall()
         finally:
             cursor.close()
+        if self.version(conn) != version:  # written meanwhile: the rows may be a newer version
+            return None
+        highest = max((rowid for rowid, _ in sizes), default=0)
+        if highest > MAX_ROWID:
+            return None
         lengths = np.zeros(highest + 1, dtype=np.uint32)
         for rowid, blob in sizes:
             lengths[rowid] = _varint(bytes(blob))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from rag_app.store.jobs import JobQueue, JobStatus
 from rag_app.store.ledger import Ledger
@@ -28,7 +29,7 @@ def _claim_all(url: str, name: str, out: Any) -> None:
     queue = JobQueue(Ledger(url))
     while (job := queue.claim(name)) is not None:
         out.put((name, job.job_id))
-        queue.finish(job.job_id, JobStatus.SUCCESS)
+        queue.finish(job.job_id, JobStatus.SUCCESS, worker=name)
 
 
 def test_two_processes_claim_each_job_exactly_once(tmp_path: Path) -> None:
@@ -178,3 +179,48 @@ def test_killed_server_resumes_the_job_after_restart(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
     ledger.close()
+
+
+def test_finish_is_only_the_owners(tmp_path: Path) -> None:
+    """A worker whose lease ran out (job requeued and claimed by another) or whose job was
+    cancelled meanwhile can't overwrite the job's state (issue 16, point 7)."""
+    queue = JobQueue(Ledger(f"sqlite:///{tmp_path / 'ledger.db'}"), max_attempts=3)
+    _enqueue(queue, 2)
+    slow = queue.claim("slow")
+    assert slow is not None
+    assert queue.requeue_stale(lease_seconds=-1) == (1, 0)  # its lease ran out
+    fast = queue.claim("fast")
+    assert fast is not None and fast.job_id == slow.job_id
+    assert queue.finish(slow.job_id, JobStatus.FAILED, "late", worker="slow") is False
+    job = queue.get(slow.job_id)
+    assert job is not None and job.status == JobStatus.PROCESSING and job.worker == "fast"
+    assert queue.finish(fast.job_id, JobStatus.SUCCESS, worker="fast") is True
+    assert queue.finish(fast.job_id, JobStatus.FAILED, worker="fast") is False  # already done
+    done = queue.get(fast.job_id)
+    assert done is not None and done.status == JobStatus.SUCCESS
+
+    other = queue.claim("w")
+    assert other is not None
+    assert queue.cancel_for_document(other.doc_id) == 1  # deleted while processing
+    assert queue.finish(other.job_id, JobStatus.SUCCESS, worker="w") is False
+    cancelled = queue.get(other.job_id)
+    assert cancelled is not None and cancelled.status == JobStatus.CANCELLED
+
+
+def test_a_crash_between_document_and_job_leaves_neither(
+    service: Service, monkeypatch: Any
+) -> None:
+    """The document row and its job are written in one transaction (issue 16, point 7): a crash
+    between them used to leave a PENDING document that no job would ever process."""
+    from rag_app.faults import InjectedFault
+
+    monkeypatch.setenv("RAG_FAULT", "enqueue.after_document")
+    with pytest.raises(InjectedFault):  # the TestClient re-raises the server's exception
+        service.upload("差旅.md", POLICY)
+    listed = service.client.get("/api/documents", headers=service.editor).json()
+    assert listed["total"] == 0 and listed["documents"] == []
+    assert service.client.get("/api/health").json()["queue"] == {"pending": 0, "processing": 0}
+    monkeypatch.delenv("RAG_FAULT")
+    response = service.upload("差旅.md", POLICY)  # the retry goes through whole
+    assert response.status_code == 202
+    assert service.wait(response.json()["doc_id"])["status"] == "SUCCESS"

@@ -433,7 +433,8 @@ def test_job_queue_lifecycle(ledger: Ledger) -> None:
     assert doc is not None and doc.status == DocStatus.PROCESSING
     assert queue.heartbeat(first, "w1") is True
     assert queue.heartbeat(first, "w2") is False
-    queue.finish(first, JobStatus.SUCCESS)
+    assert queue.finish(first, JobStatus.FAILED, worker="w2") is False  # not w2's job
+    assert queue.finish(first, JobStatus.SUCCESS, worker="w1") is True
     assert queue.heartbeat(first, "w1") is False
     assert queue.latest_for(["a", "b"])["a"].status == JobStatus.SUCCESS
 
@@ -484,7 +485,7 @@ def test_each_job_is_claimed_exactly_once(ledger: Ledger, ledger_url: str) -> No
             mine: list[int] = []
             while (job := q.claim(name)) is not None:
                 mine.append(job.job_id)
-                q.finish(job.job_id, JobStatus.SUCCESS)
+                q.finish(job.job_id, JobStatus.SUCCESS, worker=name)
             claimed[name] = mine
         except BaseException as exc:  # reported below
             errors.append(exc)
@@ -569,7 +570,7 @@ def test_a_documents_next_job_waits_while_one_is_processing(ledger: Ledger) -> N
     job = queue.claim("w2")
     assert job is not None and job.job_id == other  # "a" is busy: its newer job waits
     assert queue.claim("w3") is None
-    queue.finish(first, JobStatus.SUCCESS)
+    queue.finish(first, JobStatus.SUCCESS, worker="w1")
     job = queue.claim("w3")
     assert job is not None and job.job_id == second
 

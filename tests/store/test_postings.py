@@ -7,9 +7,11 @@ ids, their order and the scores must be identical, before and after the index ch
 from __future__ import annotations
 
 import random
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -208,3 +210,94 @@ def test_terms_are_read_again_after_a_write(pair: tuple[Ledger, Ledger]) -> None
     assert state is not None and state is not before
     assert state.doc_rows is not None and held <= set(state.terms)
     _assert_same(memory, fts)
+
+
+class _WriteAfterFirstRead:
+    """A ledger connection whose first fetch from the keyword index's ``docsize`` table lets a
+    writer thread commit new chunks before the caller reads on: the window of the race."""
+
+    def __init__(self, conn: Any, write: Callable[[], None]) -> None:
+        self._conn = conn
+        self._write = write
+        self.fired = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    @property
+    def connection(self) -> Any:
+        outer = self
+
+        class _Raw:
+            def cursor(self) -> Any:
+                return _Cursor(outer._conn.connection.cursor())
+
+        class _Cursor:
+            def __init__(self, cursor: Any) -> None:
+                self._cursor = cursor
+                self._docsize = False
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._cursor, name)
+
+            def execute(self, sql: str, *args: Any) -> Any:
+                self._cursor.execute(sql, *args)
+                self._docsize = "chunk_fts_docsize" in sql
+                return self
+
+            def _after(self, rows: Any) -> Any:
+                if self._docsize and not outer.fired:
+                    outer.fired = True
+                    writer = threading.Thread(target=outer._write)
+                    writer.start()
+                    writer.join()
+                return rows
+
+            def fetchone(self) -> Any:
+                return self._after(self._cursor.fetchone())
+
+            def fetchall(self) -> Any:
+                return self._after(self._cursor.fetchall())
+
+        return _Raw()
+
+
+def test_a_commit_while_the_row_lengths_are_read_is_never_mixed_in(
+    pair: tuple[Ledger, Ledger],
+) -> None:
+    """Issue 16: the row lengths were read as max(rowid), then the rows, in two statements; a
+    commit in between (another thread or process writing) gave rows beyond the array:
+    IndexError, a 500 for the question. Now the cache either reads a consistent snapshot or
+    leaves the question to FTS5, and the answer equals FTS5's."""
+    memory, fts = pair
+    rng = random.Random(5)
+    for d in range(3):
+        add_version(memory, f"doc{d}", _texts(rng, 30))
+    writer = Ledger(f"sqlite:///{memory.engine.url.database}")
+    tokens = list(query_tokens("合同违约的赔偿期限"))
+    try:
+        with memory.engine.connect() as conn:
+            racy = _WriteAfterFirstRead(
+                conn, lambda: add_version(writer, "late", _texts(random.Random(6), 50))
+            )
+            ranked = memory.postings.rank(racy, tokens, 500)
+        assert racy.fired  # the writer did commit inside the window
+        if ranked is not None:  # a snapshot of one version: FTS5's ranking of that version
+            assert ranked == _fts_rank(fts, tokens, 500, before="late")
+    finally:
+        writer.close()
+    _assert_same(memory, fts)  # and the next questions see the write
+
+
+def _fts_rank(fts: Ledger, tokens: list[str], limit: int, before: str) -> list[tuple[int, float]]:
+    """FTS5's (rowid, bm25) ranking without the rows of document ``before`` (written later)."""
+    query = " OR ".join(f'"{t}"' for t in tokens)
+    with fts.engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT rowid, bm25(chunk_fts) FROM chunk_fts WHERE chunk_fts MATCH :q "
+                "AND doc_id != :d ORDER BY bm25(chunk_fts) LIMIT :n"
+            ),
+            {"q": query, "d": before, "n": limit},
+        ).all()
+    return [(r[0], r[1]) for r in rows]
