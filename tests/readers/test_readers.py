@@ -45,12 +45,18 @@ def test_supported_extensions_mapping() -> None:
         ".docx": "docx",
         ".html": "html",
         ".htm": "html",
+        ".xlsx": "xlsx",
+        ".xlsm": "xlsx",
+        ".csv": "csv",
+        ".pptx": "pptx",
     }
 
 
 def test_unknown_extension_rejected(tmp_path: Path) -> None:
     path = write(tmp_path, "notes.xyz", b"hello")
-    with pytest.raises(ReaderError, match=r"^unsupported file type '\.xyz' \(supported: \.docx, "):
+    with pytest.raises(
+        ReaderError, match=r"^unsupported file type '\.xyz' \(supported: \.csv, \.docx, "
+    ):
         read_file(path)
     with pytest.raises(ReaderError, match=r"unsupported file type \(no extension"):
         read_bytes(b"hello", "README")
