@@ -59,10 +59,10 @@ def _read_text(data: bytes, ext: str, name: str) -> ParsedFile:
     return read_text(data, ext)
 
 
-def _read_pdf(data: bytes, ext: str, name: str) -> ParsedFile:
+def _read_pdf(data: bytes, ext: str, name: str, *, ocr: bool = True) -> ParsedFile:
     from rag_app.readers.pdf import read_pdf
 
-    return read_pdf(data)
+    return read_pdf(data, ocr=ocr)
 
 
 def _read_docx(data: bytes, ext: str, name: str) -> ParsedFile:
@@ -159,8 +159,12 @@ def _check_size(size: int, limit: int | None) -> None:
         )
 
 
-def read_bytes(data: bytes, filename: str, *, max_bytes: int | None = None) -> ParsedFile:
+def read_bytes(
+    data: bytes, filename: str, *, max_bytes: int | None = None, ocr: bool = True
+) -> ParsedFile:
     """Parse ``data`` as the format implied by ``filename``'s extension.
+
+    ``ocr``: OCR the PDF pages that have no text layer (scans).
 
     Raises :class:`ReaderError` for unsupported extensions, oversized, empty, binary,
     undecodable or corrupt content.
@@ -172,7 +176,11 @@ def read_bytes(data: bytes, filename: str, *, max_bytes: int | None = None) -> P
     _check_size(len(data), _resolve_limit(max_bytes))
     if not data or data.isspace():
         raise ReaderError("empty file")
-    parsed = _READERS[doc_type](bytes(data), ext, PurePath(filename).name)
+    name = PurePath(filename).name
+    if doc_type == "pdf":
+        parsed = _read_pdf(bytes(data), ext, name, ocr=ocr)
+    else:
+        parsed = _READERS[doc_type](bytes(data), ext, name)
     log.debug(
         "read %s as %s (%d chars, encoding=%s)",
         filename,

@@ -14,7 +14,7 @@ class ReaderError(Exception):
 
     ``str(exc)`` is always ONE clear line meant for the user, e.g. ``"empty file"``,
     ``"binary content in a .txt file (looks like PNG image)"`` or
-    ``"PDF has no extractable text (scanned or image-only?)"``. Whitespace (including
+    ``"PDF has no extractable text (no text layer, no readable images)"``. Whitespace (including
     newlines coming from wrapped library exceptions) is collapsed and overly long
     messages are shortened.
     """

@@ -330,9 +330,11 @@ def test_pdf_without_text_rejected() -> None:
     pdf.showPage()
     pdf.save()
     with pytest.raises(
-        ReaderError, match=r"^PDF has no extractable text \(scanned or image-only\?\)$"
+        ReaderError, match=r"^PDF has no extractable text \(no text layer, no readable images\)$"
     ):
         read_bytes(buffer.getvalue(), "blank.pdf")
+    with pytest.raises(ReaderError, match=r"\(scanned or image-only\?; OCR is off\)$"):
+        read_bytes(buffer.getvalue(), "blank.pdf", ocr=False)
 
 
 @pytest.mark.parametrize(
