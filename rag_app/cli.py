@@ -707,6 +707,8 @@ def eval_cmd(
     _print_eval(run)
     if report:
         out.print(f"report: {report}")
+        if report_mod.cjk_font() is None:
+            err.print(f"[yellow]warning:[/yellow] {report_mod.NO_CJK_FONT}")
     if json_out:
         out.print(f"json: {json_out}")
 
