@@ -52,7 +52,8 @@ def pipeline_fingerprint(settings: Settings) -> str:
             settings.chunk_overlap,
             settings.section_level,
             settings.embedding,
-            "v1",
+            # v2: a .txt title line roots the heading path; PDF pages without text are OCR'd
+            "v2",
         )
     )
     return hashlib.sha1(key.encode()).hexdigest()[:16]
