@@ -13,7 +13,7 @@ export RAGAS_DO_NOT_TRACK := true
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install browser-deps postgres-deps run test lint typecheck pytest bench clean
+.PHONY: install browser-deps ocr-deps postgres-deps run test lint typecheck pytest bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,18 @@ browser-deps:
 		apt-get update && apt-get install -y --no-install-recommends chromium; \
 	else \
 		echo "browser-deps: /usr/bin/chromium missing and not root; skipping (the browser test will skip)"; \
+	fi
+
+# OCR and CJK text rendering: OpenCV's system libraries (libGL, GLib) for rapidocr's cv2, and a
+# CJK font (WenQuanYi Zen Hei) for the scanned-PDF tests' rendered Chinese and for `rag eval`'s
+# plots. Needs root for apt-get; otherwise OCR reports itself unavailable and those tests skip.
+ocr-deps:
+	@if fc-list :lang=zh 2>/dev/null | grep -q . && ldconfig -p | grep -q 'libGL.so.1 '; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+			fonts-wqy-zenhei fontconfig libgl1 libglib2.0-0; \
+	else \
+		echo "ocr-deps: no CJK font or libGL and not root; skipping (OCR/plot tests will skip)"; \
 	fi
 
 # PostgreSQL server binaries for the PostgreSQL half of tests/store/test_ledger.py: the tests
@@ -72,7 +84,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy rag_app pipelines
 
-pytest: install browser-deps postgres-deps
+pytest: install browser-deps ocr-deps postgres-deps
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck pytest

@@ -6,6 +6,7 @@ the vector index (with the versioned flip) is the knowledge base's job (``rag_ap
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,11 +25,16 @@ from rag_app.retrieval.tokenizer import tokenize
 
 # Document-level metadata keys; everything the chunker adds on top is chunk-level.
 DOC_KEYS = ("doc_id", "tenant", "source", "fmt", "title", "doc_type")
+# Paged documents (PDF) also carry where each page starts and which pages were OCR'd, as
+# comma-separated strings (metadata values are scalars); ``number_chunks`` turns them into each
+# chunk's ``pages`` and ``ocr``.
+PAGE_KEYS = ("page_starts", "ocr_pages")
 
 
 @dataclass
 class EmbeddedChunk:
-    """One chunk ready for the ledger (``row``) and the vector index (``embedding``, ``metadata``)."""
+    """One chunk ready for the ledger (``row``) and the vector index (``embedding``, ``metadata``;
+    a PDF chunk's metadata also has ``pages`` ("3" or "3-4") and ``ocr`` (text from OCR)."""
 
     row: dict[str, Any]
     embedding: list[float]
@@ -46,7 +52,8 @@ def pipeline_fingerprint(settings: Settings) -> str:
             settings.chunk_overlap,
             settings.section_level,
             settings.embedding,
-            "v1",
+            # v2: a .txt title line roots the heading path; PDF pages without text are OCR'd
+            "v2",
         )
     )
     return hashlib.sha1(key.encode()).hexdigest()[:16]
@@ -63,20 +70,41 @@ def build_ingestion_pipeline(settings: Settings, embed_model: BaseEmbedding) -> 
 
 
 def to_document(parsed: ParsedFile, *, doc_id: str, tenant: str, source: str) -> Document:
+    metadata: dict[str, Any] = {
+        "doc_id": doc_id,
+        "tenant": tenant,
+        "source": source,
+        "fmt": parsed.fmt,
+        "title": parsed.title or "",
+        "doc_type": parsed.doc_type,
+    }
+    for key in PAGE_KEYS:
+        values = parsed.metadata.get(key)
+        if isinstance(values, list) and values:
+            metadata[key] = ",".join(str(int(v)) for v in values)
     return Document(
         id_=doc_id,
         text=parsed.text,
-        metadata={
-            "doc_id": doc_id,
-            "tenant": tenant,
-            "source": source,
-            "fmt": parsed.fmt,
-            "title": parsed.title or "",
-            "doc_type": parsed.doc_type,
-        },
-        excluded_embed_metadata_keys=list(DOC_KEYS),
-        excluded_llm_metadata_keys=list(DOC_KEYS),
+        metadata=metadata,
+        excluded_embed_metadata_keys=[*DOC_KEYS, *PAGE_KEYS],
+        excluded_llm_metadata_keys=[*DOC_KEYS, *PAGE_KEYS],
     )
+
+
+def page_metadata(meta: dict[str, Any], start: int, end: int) -> dict[str, Any]:
+    """``{"pages": "3" | "3-4", "ocr": bool}`` for the chunk ``[start, end)`` of a paged document
+    (1-based pages; ``ocr``: some of its pages were OCR'd); ``{}`` for other documents."""
+    raw = str(meta.get("page_starts", ""))
+    if not raw:
+        return {}
+    starts = [int(v) for v in raw.split(",")]
+    first = bisect.bisect_right(starts, start)
+    last = max(first, bisect.bisect_right(starts, max(end - 1, start)))
+    ocr = {int(v) for v in str(meta.get("ocr_pages", "")).split(",") if v}
+    return {
+        "pages": str(first) if first == last else f"{first}-{last}",
+        "ocr": any(page in ocr for page in range(first, last + 1)),
+    }
 
 
 def _keywords(texts: Sequence[str]) -> list[str]:
@@ -174,6 +202,7 @@ def number_chunks(prepared: PreparedDocument, *, version: int) -> list[EmbeddedC
                     "doc_id": doc_id,
                     "version": version,
                     "chunk_index": index,
+                    **page_metadata(meta, int(meta["start_char"]), int(meta["end_char"])),
                 },
                 embed_text=prepared.embed_texts[index],
             )

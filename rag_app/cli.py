@@ -124,7 +124,7 @@ def ingest(
     tenant: TenantOpt = "default",
     as_json: JsonOpt = False,
 ) -> None:
-    """Parse, chunk, embed and store documents (.md .txt .pdf .docx .html).
+    """Parse, chunk, embed and store documents (.md .txt .pdf .docx .html .xlsx .csv .pptx).
 
     Unchanged files are skipped (content hash); a changed file replaces its old chunks.
     Exit code 1 when any file failed (the others are still ingested).
@@ -711,6 +711,8 @@ def eval_cmd(
     _print_eval(run)
     if report:
         out.print(f"report: {report}")
+        if report_mod.cjk_font() is None:
+            err.print(f"[yellow]warning:[/yellow] {report_mod.NO_CJK_FONT}")
     if json_out:
         out.print(f"json: {json_out}")
 

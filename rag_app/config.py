@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     chunk_overlap: int = Field(64, ge=0, description="Overlap in tokens (sentence aligned).")
     section_level: int = Field(2, ge=1, le=6, description="Never merge across headings <= level.")
     max_file_mb: float = Field(50.0, gt=0, description="Files larger than this are rejected.")
+    pdf_ocr: bool = Field(
+        True, description="OCR the PDF pages that have no text layer (scans; rapidocr)."
+    )
     database_url: str | None = Field(
         None, description="SQLAlchemy URL of the ledger; default sqlite:///<kb_dir>/ledger.db."
     )

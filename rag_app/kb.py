@@ -192,7 +192,9 @@ class _Prefetcher:
             return None
         prepared = _Prepared(content_hash=content_hash)
         try:
-            prepared.parsed = read_bytes(data, item.path.name, max_bytes=kb.settings.max_file_bytes)
+            prepared.parsed = read_bytes(
+                data, item.path.name, max_bytes=kb.settings.max_file_bytes, ocr=kb.settings.pdf_ocr
+            )
             document = to_document(
                 prepared.parsed, doc_id=doc_id, tenant=self.tenant, source=str(item.path.resolve())
             )
@@ -505,7 +507,12 @@ class KnowledgeBase:
             if prepared is not None and prepared.parsed and prepared.document:
                 parsed, ready = prepared.parsed, prepared.document
             else:
-                parsed = read_bytes(data, item.path.name, max_bytes=self.settings.max_file_bytes)
+                parsed = read_bytes(
+                    data,
+                    item.path.name,
+                    max_bytes=self.settings.max_file_bytes,
+                    ocr=self.settings.pdf_ocr,
+                )
                 document = to_document(parsed, doc_id=doc_id, tenant=tenant, source=source)
                 ready = prepare_document(self.pipeline, document)
             embedded = number_chunks(ready, version=version)

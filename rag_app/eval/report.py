@@ -9,26 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from rag_app.eval.fonts import NO_CJK_FONT, PlotFontWarning, cjk_font
 from rag_app.eval.runner import LOWER_IS_BETTER, METRICS, EvalRun, QuestionRecord
 
+logger = logging.getLogger(__name__)
+
 PLOTS = ("recall", "refusals", "latency")
-_CJK_FONTS = (
-    "Noto Sans CJK SC",
-    "Noto Sans SC",
-    "Source Han Sans SC",
-    "WenQuanYi Micro Hei",
-    "WenQuanYi Zen Hei",
-    "SimHei",
-    "Microsoft YaHei",
-    "PingFang SC",
-    "Heiti SC",
-    "AR PL UMing CN",
-)
 
 
 # ----- formatting -------------------------------------------------------------------------------
@@ -72,23 +64,17 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 # ----- plots ------------------------------------------------------------------------------------
-def _cjk_font() -> str | None:
-    from matplotlib import font_manager
-
-    names = {f.name for f in font_manager.fontManager.ttflist}
-    return next((n for n in _CJK_FONTS if n in names), None)
-
-
 @contextlib.contextmanager
 def _plot_style() -> Iterator[None]:
     import matplotlib
 
-    font = _cjk_font()
+    font = cjk_font()
     rc: Any = {"font.size": 9}
     if font:
         rc["font.sans-serif"] = [font, "DejaVu Sans"]
     with matplotlib.rc_context(rc), warnings.catch_warnings():
-        # without a CJK font Chinese category names render as boxes: say it once, not per glyph
+        # without a CJK font Chinese category names render as boxes: write_plots says so once,
+        # not once per glyph
         warnings.filterwarnings("ignore", message=r".*[Gg]lyph.*missing")
         yield
 
@@ -192,7 +178,11 @@ def plot_latency(run: EvalRun, path: Path) -> Path:
 
 
 def write_plots(run: EvalRun, directory: Path, stem: str) -> dict[str, Path]:
+    """The PNG plots; a :class:`PlotFontWarning` (and a log line) when no CJK font is found."""
     directory.mkdir(parents=True, exist_ok=True)
+    if cjk_font() is None:
+        logger.warning("%s", NO_CJK_FONT)
+        warnings.warn(NO_CJK_FONT, PlotFontWarning, stacklevel=2)
     makers = {"recall": plot_recall, "refusals": plot_refusals, "latency": plot_latency}
     return {name: makers[name](run, directory / f"{stem}_{name}.png") for name in PLOTS}
 
@@ -345,6 +335,8 @@ def write_report(
     path.parent.mkdir(parents=True, exist_ok=True)
     plots = write_plots(run, path.parent, path.stem)
     images = {name: p.name for name, p in plots.items()}
+    if cjk_font() is None:  # said in the report too, next to the plots it spoils
+        kw["extra"] = {**kw.get("extra", {}), "plots": NO_CJK_FONT}
     path.write_text(render_markdown(run, images, title=title, **kw), encoding="utf-8")
     return path
 

@@ -36,6 +36,10 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".docx": "docx",
     ".html": "html",
     ".htm": "html",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".csv": "csv",
+    ".pptx": "pptx",
 }
 
 DEFAULT_MAX_FILE_MB = 50.0
@@ -43,43 +47,66 @@ _MB = 1024 * 1024
 _ENV_MAX_MB = "RAG_MAX_FILE_MB"
 
 
-def _read_markdown(data: bytes, ext: str) -> ParsedFile:
+def _read_markdown(data: bytes, ext: str, name: str) -> ParsedFile:
     from rag_app.readers.text import read_markdown
 
     return read_markdown(data, ext)
 
 
-def _read_text(data: bytes, ext: str) -> ParsedFile:
+def _read_text(data: bytes, ext: str, name: str) -> ParsedFile:
     from rag_app.readers.text import read_text
 
     return read_text(data, ext)
 
 
-def _read_pdf(data: bytes, ext: str) -> ParsedFile:
+def _read_pdf(data: bytes, ext: str, name: str, *, ocr: bool = True) -> ParsedFile:
     from rag_app.readers.pdf import read_pdf
 
-    return read_pdf(data)
+    return read_pdf(data, ocr=ocr)
 
 
-def _read_docx(data: bytes, ext: str) -> ParsedFile:
+def _read_docx(data: bytes, ext: str, name: str) -> ParsedFile:
     from rag_app.readers.docx import read_docx
 
     return read_docx(data)
 
 
-def _read_html(data: bytes, ext: str) -> ParsedFile:
+def _read_html(data: bytes, ext: str, name: str) -> ParsedFile:
     from rag_app.readers.html import read_html
 
     return read_html(data, ext)
 
 
+def _read_xlsx(data: bytes, ext: str, name: str) -> ParsedFile:
+    from rag_app.readers.sheets import read_xlsx
+
+    return read_xlsx(data, name)
+
+
+def _read_csv(data: bytes, ext: str, name: str) -> ParsedFile:
+    from rag_app.readers.sheets import read_csv
+
+    return read_csv(data, name)
+
+
+def _read_pptx(data: bytes, ext: str, name: str) -> ParsedFile:
+    from rag_app.readers.slides import read_pptx
+
+    return read_pptx(data)
+
+
 # Readers are imported lazily so that e.g. a text-only run never imports pypdf or lxml.
-_READERS: dict[str, Callable[[bytes, str], ParsedFile]] = {
+# Each gets the bytes, the lower-cased extension and the file name (a CSV's table is named
+# after its file).
+_READERS: dict[str, Callable[[bytes, str, str], ParsedFile]] = {
     "markdown": _read_markdown,
     "text": _read_text,
     "pdf": _read_pdf,
     "docx": _read_docx,
     "html": _read_html,
+    "xlsx": _read_xlsx,
+    "csv": _read_csv,
+    "pptx": _read_pptx,
 }
 
 
@@ -132,8 +159,12 @@ def _check_size(size: int, limit: int | None) -> None:
         )
 
 
-def read_bytes(data: bytes, filename: str, *, max_bytes: int | None = None) -> ParsedFile:
+def read_bytes(
+    data: bytes, filename: str, *, max_bytes: int | None = None, ocr: bool = True
+) -> ParsedFile:
     """Parse ``data`` as the format implied by ``filename``'s extension.
+
+    ``ocr``: OCR the PDF pages that have no text layer (scans).
 
     Raises :class:`ReaderError` for unsupported extensions, oversized, empty, binary,
     undecodable or corrupt content.
@@ -145,7 +176,11 @@ def read_bytes(data: bytes, filename: str, *, max_bytes: int | None = None) -> P
     _check_size(len(data), _resolve_limit(max_bytes))
     if not data or data.isspace():
         raise ReaderError("empty file")
-    parsed = _READERS[doc_type](bytes(data), ext)
+    name = PurePath(filename).name
+    if doc_type == "pdf":
+        parsed = _read_pdf(bytes(data), ext, name, ocr=ocr)
+    else:
+        parsed = _READERS[doc_type](bytes(data), ext, name)
     log.debug(
         "read %s as %s (%d chars, encoding=%s)",
         filename,

@@ -14,7 +14,7 @@ class ReaderError(Exception):
 
     ``str(exc)`` is always ONE clear line meant for the user, e.g. ``"empty file"``,
     ``"binary content in a .txt file (looks like PNG image)"`` or
-    ``"PDF has no extractable text (scanned or image-only?)"``. Whitespace (including
+    ``"PDF has no extractable text (no text layer, no readable images)"``. Whitespace (including
     newlines coming from wrapped library exceptions) is collapsed and overly long
     messages are shortened.
     """
@@ -36,11 +36,13 @@ class ParsedFile:
 
     Attributes:
         text: the document text; newlines normalized to ``\\n``; NUL-free.
-        doc_type: the source format: ``"markdown" | "text" | "pdf" | "docx" | "html"``.
-        fmt: how the chunker should parse ``text``: ``"markdown"`` (md, docx, html) or
+        doc_type: the source format: ``"markdown" | "text" | "pdf" | "docx" | "html" | "xlsx" |
+            "csv" | "pptx"``.
+        fmt: how the chunker should parse ``text``: ``"markdown"`` (md, docx, html, xlsx, csv,
+            pptx) or
             ``"text"`` (txt, pdf).
         title: the document title if one was found, else ``None``.
-        encoding: the detected encoding for text formats (txt, md, html), else ``None``.
+        encoding: the detected encoding for text formats (txt, md, html, csv), else ``None``.
         metadata: JSON-serializable extras, e.g. ``{"pages": 3, "page_starts": [0, 812, 1650]}``.
     """
 

@@ -1,9 +1,14 @@
-"""PDF reader (pypdf): page-by-page text, pages joined with a blank line."""
+"""PDF reader (pypdf): page-by-page text, pages joined with a blank line.
+
+A page with no text layer (a scan, a photo) is OCR'd from its images when ``ocr`` is on (the
+default; :mod:`rag_app.readers.ocr`); ``metadata["ocr_pages"]`` lists those pages (1-based).
+"""
 
 from __future__ import annotations
 
 import io
 import logging
+from typing import Any
 
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError
@@ -23,8 +28,9 @@ def _clean_page(text: str) -> str:
     return normalize_newlines(text.replace("\x00", "")).strip()
 
 
-def read_pdf(data: bytes) -> ParsedFile:
-    """Read a PDF. ``metadata`` holds ``pages`` (count) and ``page_starts``.
+def read_pdf(data: bytes, *, ocr: bool = True) -> ParsedFile:
+    """Read a PDF. ``metadata`` holds ``pages`` (count), ``page_starts`` and, when pages were
+    OCR'd, ``ocr_pages`` (1-based page numbers).
 
     ``page_starts[i]`` is the offset in ``text`` where page ``i`` (0-based) begins, so the
     page of a character offset ``x`` is ``bisect.bisect_right(page_starts, x) - 1``.
@@ -65,10 +71,19 @@ def read_pdf(data: bytes) -> ParsedFile:
             log.warning("PDF page %d: text extraction failed: %s", number, exc)
             texts.append("")
 
+    ocr_pages: list[int] = []
+    ocr_error: str | None = None
+    if ocr and not all(texts):
+        ocr_pages, ocr_error = _ocr_empty_pages(pages, texts)
+
     if not any(texts):
         if failed == len(pages):
             raise ReaderError("PDF text extraction failed on every page (damaged file?)")
-        raise ReaderError("PDF has no extractable text (scanned or image-only?)")
+        if ocr_error:
+            raise ReaderError(f"PDF has no text layer and OCR failed ({ocr_error})")
+        if not ocr:
+            raise ReaderError("PDF has no extractable text (scanned or image-only?; OCR is off)")
+        raise ReaderError("PDF has no extractable text (no text layer, no readable images)")
 
     page_starts: list[int] = []
     offset = 0
@@ -85,12 +100,45 @@ def read_pdf(data: bytes) -> ParsedFile:
     metadata: dict[str, object] = {"pages": len(pages), "page_starts": page_starts}
     if failed:
         metadata["failed_pages"] = failed
+    if ocr_pages:
+        metadata["ocr_pages"] = ocr_pages
     title, author = _info(reader)
     if author:
         metadata["author"] = author
     return ParsedFile(
         text=stripped, doc_type="pdf", fmt="text", title=title, encoding=None, metadata=metadata
     )
+
+
+def _ocr_empty_pages(pages: list[Any], texts: list[str]) -> tuple[list[int], str | None]:
+    """OCR the images of every page whose text is empty, in place; the pages that got text and
+    the reason OCR could not run at all (``None`` if it could)."""
+    from rag_app.readers.ocr import OcrUnavailable, ocr_image
+
+    done: list[int] = []
+    for index, page in enumerate(pages):
+        if texts[index]:
+            continue
+        try:
+            images = list(page.images)
+        except Exception as exc:  # noqa: BLE001 - an undecodable image: the page stays empty
+            log.warning("PDF page %d: images unreadable: %s", index + 1, exc)
+            continue
+        parts: list[str] = []
+        for image in images:
+            try:
+                parts.append(ocr_image(image.image))
+            except OcrUnavailable as exc:
+                return done, str(exc)
+            except Exception as exc:  # noqa: BLE001 - one bad image must not sink the file
+                log.warning("PDF page %d: OCR failed: %s", index + 1, exc)
+        text = _clean_page("\n".join(p for p in parts if p))
+        if text:
+            texts[index] = text
+            done.append(index + 1)
+    if done:
+        log.info("OCR'd %d PDF page(s) without a text layer: %s", len(done), done)
+    return done, None
 
 
 def _info(reader: PdfReader) -> tuple[str | None, str | None]:

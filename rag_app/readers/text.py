@@ -28,6 +28,7 @@ __all__ = [
     "read_markdown",
     "read_text",
     "sniff_binary",
+    "text_title",
 ]
 
 log = logging.getLogger(__name__)
@@ -251,14 +252,42 @@ def markdown_title(text: str) -> str | None:
     return None
 
 
+def text_title(text: str) -> str | None:
+    """The title line of a plain-text document, else ``None``.
+
+    The first non-empty line is the title when it reads like one (short, no sentence punctuation,
+    see :func:`rag_app.chunking.headings.is_title_like`), is not itself numbered (第一章, 第一条,
+    一、 …: those are headings of their own) and more text follows it, after a blank line or
+    directly as a numbered line. It then roots every chunk's heading path, as a Markdown ``# ``
+    title does.
+    """
+    from rag_app.chunking.headings import is_title_like, match_marker
+
+    lines = text.lstrip("\n").split("\n")
+    first = lines[0].strip()
+    if not is_title_like(first) or match_marker(first) is not None or len(lines) < 2:
+        return None
+    rest = [line for line in lines[1:] if line.strip()]
+    if not rest:
+        return None
+    if lines[1].strip() and match_marker(lines[1]) is None:
+        return None  # the first line of a paragraph, not a title
+    return first
+
+
 def read_text(data: bytes, ext: str = ".txt") -> ParsedFile:
-    """Read a plain-text file (``fmt="text"``, no title)."""
+    """Read a plain-text file (``fmt="text"``; title: :func:`text_title`)."""
     raw, encoding = decode_text(data, ext)
     text = _clean(raw)
     if not text.strip():
         raise ReaderError("empty file")
     return ParsedFile(
-        text=text, doc_type="text", fmt="text", title=None, encoding=encoding, metadata={}
+        text=text,
+        doc_type="text",
+        fmt="text",
+        title=text_title(text),
+        encoding=encoding,
+        metadata={},
     )
 
 

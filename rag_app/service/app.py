@@ -1,4 +1,4 @@
-"""The FastAPI application: API under /api (OpenAPI at /docs), browser UI at /.
+"""The FastAPI application: API under /api (OpenAPI at /docs, offline), browser UI at /.
 
 >>> app = create_app(Settings(kb_dir=Path(".rag")))   # doctest: +SKIP
 >>> uvicorn.run(app, host="127.0.0.1", port=8000)      # doctest: +SKIP
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from rag_app import __version__
 from rag_app.config import Settings
@@ -29,6 +30,8 @@ from rag_app.store.jobs import JobQueue
 logger = logging.getLogger(__name__)
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+#: Where the Swagger UI / ReDoc scripts, styles and icon are served from (local files).
+DOCS_ASSETS_URL = "/docs-assets"
 
 system = APIRouter(prefix="/api", tags=["system"])
 
@@ -89,7 +92,12 @@ def create_app(
         finally:
             pool.stop()
 
-    app = FastAPI(
+    # /docs and /redoc load Swagger UI / ReDoc from the fastapi-offline package (served under
+    # DOCS_ASSETS_URL), not from a CDN, and Swagger UI does not send the spec to its online
+    # validator: the API docs work on a machine with no network
+    app = FastAPIOffline(
+        static_url=DOCS_ASSETS_URL,
+        swagger_ui_parameters={"validatorUrl": None},  # no spec validation by swagger.io
         title="rag_app knowledge-base service",
         version=__version__,
         description="Upload documents, watch them ingest, ask questions with cited sources. "

@@ -69,9 +69,9 @@ def check_content(name: str, data: bytes) -> str:
     if doc_type == "pdf":
         if b"%PDF-" not in data[:1024]:
             raise UploadRejected(415, "content is not a PDF (no %PDF- header)")
-    elif doc_type == "docx":
+    elif doc_type in ("docx", "xlsx", "pptx"):
         if not data.startswith(b"PK\x03\x04"):
-            raise UploadRejected(415, "content is not a .docx (not a ZIP/OOXML package)")
+            raise UploadRejected(415, f"content is not a {ext} (not a ZIP/OOXML package)")
     else:
         reason = sniff_binary(head)
         if reason is None and not head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 BOMs

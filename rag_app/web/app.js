@@ -68,14 +68,21 @@
     node.hidden = !text;
   }
 
+  // The browser's local time with its UTC offset ("2024-05-01 16:30:00 UTC+8"). A server time
+  // without a zone is UTC (the ledger stores UTC); without this it would be read as local time.
   function fmtTime(value) {
     if (!value) return "—";
-    var d = new Date(value);
+    var raw = String(value);
+    if (/^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(raw) && !/(Z|[+-]\d\d:?\d\d)$/i.test(raw)) raw += "Z";
+    var d = new Date(raw);
     if (isNaN(d.getTime())) return String(value);
     function p(n) { return (n < 10 ? "0" : "") + n; }
+    var off = -d.getTimezoneOffset();
+    var zone = "UTC" + (off < 0 ? "-" : "+") + Math.floor(Math.abs(off) / 60) +
+      (Math.abs(off) % 60 ? ":" + p(Math.abs(off) % 60) : "");
     return (
       d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + " " +
-      p(d.getHours()) + ":" + p(d.getMinutes()) + ":" + p(d.getSeconds())
+      p(d.getHours()) + ":" + p(d.getMinutes()) + ":" + p(d.getSeconds()) + " " + zone
     );
   }
 
@@ -175,9 +182,23 @@
     );
   }
 
+  // What an HTTP status means, in words; the server's reason follows when it gave one.
+  var STATUS_WORDS = {
+    400: "请求有误", 401: "API key 无效或缺失", 403: "权限不足", 404: "未找到",
+    409: "与当前状态冲突", 413: "文件过大", 415: "文件类型不支持", 422: "请求内容无效",
+    429: "请求过于频繁，请稍后再试", 500: "服务器内部错误", 502: "服务暂不可用",
+    503: "服务暂不可用", 504: "服务响应超时",
+  };
+  // bodies that only repeat the status line ("Internal Server Error") are no reason
+  var GENERIC_DETAIL = /^(HTTP \d+|internal server error|bad gateway|service unavailable|gateway timeout|not found)$/i;
+
   function errText(err) {
-    if (err instanceof ApiError) return (err.status ? "[" + err.status + "] " : "") + err.detail;
-    return String(err && err.message ? err.message : err);
+    if (!(err instanceof ApiError)) return String(err && err.message ? err.message : err);
+    if (!err.status) return err.detail;
+    var words = STATUS_WORDS[err.status] || (err.status >= 500 ? "服务器错误" : "请求失败");
+    var detail = String(err.detail || "").trim();
+    var reason = detail && !GENERIC_DETAIL.test(detail) ? "：" + detail : "";
+    return words + reason + "（HTTP " + err.status + "）";
   }
 
   function noteAuthError(err) {
@@ -723,8 +744,12 @@
     if (res.refused) show(reason, "未作答 · 原因: " + (res.reason || "unknown"));
     else show(reason, "");
 
+    // a refusal keeps its closest sources: shown as such, not as citations of an answer
+    var heading = $("source-heading");
+    show(heading, res.refused && sources.length ? "最接近的资料" : "");
     var list = $("source-list");
     clear(list);
+    list.classList.toggle("closest", !!res.refused);
     sources.forEach(function (s, i) {
       list.appendChild(
         el(
@@ -837,6 +862,11 @@
     saveKey(state.key);
   }
 
+  if (typeof document === "undefined" && typeof module !== "undefined") {
+    // loaded by node for tests/service/test_web_js.py: the pure helpers only, no page
+    module.exports = { fmtTime: fmtTime, errText: errText, ApiError: ApiError };
+    return;
+  }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 })();

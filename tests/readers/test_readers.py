@@ -45,12 +45,18 @@ def test_supported_extensions_mapping() -> None:
         ".docx": "docx",
         ".html": "html",
         ".htm": "html",
+        ".xlsx": "xlsx",
+        ".xlsm": "xlsx",
+        ".csv": "csv",
+        ".pptx": "pptx",
     }
 
 
 def test_unknown_extension_rejected(tmp_path: Path) -> None:
     path = write(tmp_path, "notes.xyz", b"hello")
-    with pytest.raises(ReaderError, match=r"^unsupported file type '\.xyz' \(supported: \.docx, "):
+    with pytest.raises(
+        ReaderError, match=r"^unsupported file type '\.xyz' \(supported: \.csv, \.docx, "
+    ):
         read_file(path)
     with pytest.raises(ReaderError, match=r"unsupported file type \(no extension"):
         read_bytes(b"hello", "README")
@@ -324,9 +330,11 @@ def test_pdf_without_text_rejected() -> None:
     pdf.showPage()
     pdf.save()
     with pytest.raises(
-        ReaderError, match=r"^PDF has no extractable text \(scanned or image-only\?\)$"
+        ReaderError, match=r"^PDF has no extractable text \(no text layer, no readable images\)$"
     ):
         read_bytes(buffer.getvalue(), "blank.pdf")
+    with pytest.raises(ReaderError, match=r"\(scanned or image-only\?; OCR is off\)$"):
+        read_bytes(buffer.getvalue(), "blank.pdf", ocr=False)
 
 
 @pytest.mark.parametrize(

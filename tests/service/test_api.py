@@ -194,6 +194,9 @@ class TestUploadSafety:
     def test_fake_pdf_and_docx_are_rejected(self, service: Service) -> None:
         assert service.upload("a.pdf", "# not a pdf").status_code == 415
         assert service.upload("a.docx", "plain text").status_code == 415
+        for name in ("a.xlsx", "a.pptx"):
+            rejected = service.upload(name, "plain text")
+            assert rejected.status_code == 415 and "ZIP/OOXML" in rejected.json()["detail"]
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w") as z:
             z.writestr("word/document.xml", "<w:document/>")
