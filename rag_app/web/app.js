@@ -720,8 +720,12 @@
     if (last < text.length) append(out, text.slice(last));
 
     var reason = $("answer-reason");
-    if (res.refused) show(reason, "未作答 · 原因: " + (res.reason || "unknown"));
-    else show(reason, "");
+    if (res.refused) {
+      show(reason, "未作答 · " + (res.explanation || "原因: " + (res.reason || "unknown")) +
+        (sources.length ? " 下面是最接近的资料。" : ""));
+    } else show(reason, "");
+    var heading = $("source-heading");
+    if (heading) heading.textContent = res.refused ? "最接近的资料" : "来源";
 
     var list = $("source-list");
     clear(list);
