@@ -93,16 +93,16 @@ test: lint typecheck pytest
 # published figures are in docs/benchmarks.md). All but service_load.py need the shared dev data
 # (../shared/data, or RAG_SHARED_DATA) and print "skipped" without it. The first run builds the
 # cached KBs in benchmarks/.cache/ (embedding the dev sets: tens of minutes); later runs take minutes.
-# chunking, laws_refusals, latency and gate run at their published size and rewrite their file in
+# chunking, latency and the answer model's report run at their published size and rewrite their file in
 # benchmarks/results/; the others run smaller and write to $(BENCH_OUT)/ (not committed).
 BENCH_OUT := benchmarks/.cache/bench
 bench: install
 	$(PY) benchmarks/chunking.py
-	$(PY) benchmarks/laws_refusals.py
 	$(PY) benchmarks/latency.py
 	$(PY) benchmarks/retrieval.py --limit 50 --configs structure_keyword structure_engine \
 		--name ../.cache/bench/retrieval
-	$(PY) benchmarks/gate.py
+	$(PY) benchmarks/answer_data.py
+	$(PY) benchmarks/fit_answer_model.py --no-write
 	$(PY) benchmarks/query_scale.py --sizes 5000 --queries 50 --prewarm --label bench \
 		--json $(BENCH_OUT)/query_scale.json
 	$(PY) benchmarks/ledger_writes.py --sizes 5000 --files 10 --label bench \

@@ -246,13 +246,13 @@ def ask(
         return
     out.print(f"[bold]Q:[/bold] {question}")
     if answer.refused:
-        out.print(
-            f"[bold yellow]{answer.answer}[/bold yellow] [dim](reason: {answer.reason})[/dim]"
-        )
+        out.print(f"[bold yellow]{answer.answer}[/bold yellow]")
+        out.print(f"[yellow]{answer.explanation or ''}[/yellow] [dim](reason: {answer.reason})[/dim]")
     else:
         out.print(answer.answer)
     if answer.sources:
-        out.print("\n[bold]Sources[/bold]")
+        title = "最接近的资料 (closest sources)" if answer.refused else "Sources"
+        out.print(f"\n[bold]{title}[/bold]")
     for n, src in enumerate(answer.sources, start=1):
         out.print(
             f"[bold cyan][{n}][/bold cyan] {Path(src.source).name} · {src.title_path or '(no heading)'}"
@@ -260,6 +260,8 @@ def ask(
         )
         if show_context:
             out.print(f"[dim]{src.text}[/dim]\n")
+    if not answer.refused:
+        out.print(f"[dim]confidence {answer.confidence:.2f} (answer model)[/dim]")
     timing = ", ".join(f"{k} {v:.0f}" for k, v in answer.timings.items())
     out.print(f"[dim]{answer.mode}; {timing}[/dim]")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,10 +28,12 @@ from pipelines.ingest import (
 )
 from rag_app.config import Settings
 from rag_app.embeddings import load_embedding
+from rag_app.engine import AnswerEngine, build_answer_engine
 from rag_app.faults import fault_point
 from rag_app.readers import SUPPORTED_EXTENSIONS, ParsedFile, ReaderError, read_bytes
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.scope import Scope
+from rag_app.retrieval.stats import TermStatistics
 from rag_app.store.ledger import DocumentGone, Ledger
 from rag_app.store.vectors import VectorStore
 from rag_app.store.writer_lock import WriterLock
@@ -38,6 +41,7 @@ from rag_app.types import (
     REFUSAL,
     Answer,
     ChunkInfo,
+    Citation,
     DocumentInfo,
     FileResult,
     IngestReport,
@@ -272,6 +276,9 @@ class KnowledgeBase:
             raise
         self._embed_model: BaseEmbedding | None = embed_model
         self._pipeline: IngestionPipeline | None = None
+        self.stats = TermStatistics(self.ledger)
+        self._engine: AnswerEngine | None = None
+        self._engine_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -670,6 +677,7 @@ class KnowledgeBase:
             embed_model=self.embed_model,
             scope=scope,
             top_k=top_k,
+            stats=self.stats,
             **params,
         )
 
@@ -699,6 +707,21 @@ class KnowledgeBase:
         nodes = self.retrieve_nodes(question, top_k, tenant, doc_ids, **overrides)
         return [node_to_source(n) for n in nodes]
 
+    @property
+    def engine(self) -> AnswerEngine:
+        """The answer engine of this knowledge base (built on first use, then shared)."""
+        if self._engine is None:
+            with self._engine_lock:
+                if self._engine is None:
+                    self._engine = build_answer_engine(
+                        self.settings,
+                        self.ledger,
+                        self.embed_model,
+                        lambda tenant, top_k, doc_ids: self.retriever(tenant, top_k, doc_ids),
+                        self.stats,
+                    )
+        return self._engine
+
     def ask(
         self,
         question: str,
@@ -706,51 +729,27 @@ class KnowledgeBase:
         top_k: int = 5,
         doc_ids: Sequence[str] | None = None,
     ) -> Answer:
-        """Answer with backend citations, or refuse when the evidence doesn't support it."""
-        from llama_index.core.schema import QueryBundle
-
-        from rag_app.engine import STAGE_NAMES, build_query_engine
-        from rag_app.retrieval.timing import stage
-
+        """Answer with backend citations, or refuse (with the reason and the closest sources)
+        when no unit of the evidence answers the question."""
         if not question or not question.strip():
             raise ValueError("question is empty")
-        t0 = time.perf_counter()
-        with stage("engine_build"):
-            parts = build_query_engine(self, tenant=tenant, top_k=top_k, doc_ids=doc_ids)
-        bundle = QueryBundle(question.strip())
-        nodes = parts.retriever.retrieve(bundle)
-        t1 = time.perf_counter()
-        for postprocessor in parts.engine._node_postprocessors:
-            with stage(STAGE_NAMES.get(postprocessor.class_name(), postprocessor.class_name())):
-                nodes = postprocessor.postprocess_nodes(nodes, query_bundle=bundle)
-        t2 = time.perf_counter()
-        timings = {"retrieve_ms": (t1 - t0) * 1000, "postprocess_ms": (t2 - t1) * 1000}
-        decision = parts.gate.last_decision if parts.gate is not None else None
-        if decision is not None and decision.refused:
-            timings["total_ms"] = (time.perf_counter() - t0) * 1000
-            return Answer(
-                question=question,
-                answer=REFUSAL,
-                refused=True,
-                reason=decision.reason,
-                mode="gate",
-                timings={k: round(v, 2) for k, v in timings.items()},
-            )
-        with stage("synthesis"):
-            response = parts.synthesizer.synthesize(bundle, nodes)
-        t3 = time.perf_counter()
-        timings["synthesize_ms"] = (t3 - t2) * 1000
-        timings["total_ms"] = (t3 - t0) * 1000
-        meta = response.metadata or {}
+        if top_k <= 0:
+            raise ValueError("top_k must be positive")
+        result = self.engine.answer(question, tenant=tenant, top_k=top_k, doc_ids=doc_ids)
+        meta = result.response.metadata or {}
         refused = bool(meta.get("refused"))
+        citations = meta.get("citations") or []
         return Answer(
             question=question,
-            answer=str(response.response or REFUSAL),
+            answer=str(result.response.response or REFUSAL),
             refused=refused,
             reason=meta.get("reason") if refused else None,
-            sources=[] if refused and not nodes else [node_to_source(n) for n in nodes],
+            explanation=meta.get("explanation") if refused else None,
+            sources=[node_to_source(n) for n in result.response.source_nodes],
+            citations=[c for c in citations if isinstance(c, Citation)],
+            confidence=result.decision.best,
             mode=str(meta.get("mode", "extractive")),
-            timings={k: round(v, 2) for k, v in timings.items()},
+            timings={k: round(v, 2) for k, v in result.timings.items()},
         )
 
     # ----- maintenance -------------------------------------------------------------------

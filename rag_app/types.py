@@ -108,13 +108,32 @@ class ChunkInfo(BaseModel):
 REFUSAL = "当前知识库中未找到足够依据。"
 
 
+class Citation(BaseModel):
+    """A cited answer unit (sentence, list item or table row) inside ``sources[source-1]``."""
+
+    source: int = Field(description="1-based number of the source (the [n] marker).")
+    kind: str = Field(description="sentence | item | row")
+    text: str
+    start: int = Field(description="Start of the unit in the source's text.")
+    end: int = Field(description="End of the unit in the source's text.")
+    probability: float = Field(description="The answer model's probability for the unit.")
+
+
 class Answer(BaseModel):
-    """An answer with backend citations: marker ``[n]`` refers to ``sources[n-1]``."""
+    """An answer with backend citations: marker ``[n]`` refers to ``sources[n-1]``.
+
+    A refusal has ``refused`` set, ``reason`` (a machine code), ``explanation`` (what was
+    missing, in words) and, in ``sources``, the closest sources found."""
 
     question: str
     answer: str
     refused: bool = False
     reason: str | None = Field(None, description="Machine-readable refusal reason.")
-    sources: list[Source] = Field(default_factory=list)
+    explanation: str | None = Field(None, description="The refusal reason in words.")
+    sources: list[Source] = Field(
+        default_factory=list, description="Cited sources; for a refusal the closest ones."
+    )
+    citations: list[Citation] = Field(default_factory=list)
+    confidence: float = Field(0.0, description="Best answer unit's probability (answer model).")
     mode: str = "extractive"
     timings: dict[str, float] = Field(default_factory=dict)

@@ -101,4 +101,7 @@ def test_ask_prints_answer_with_numbered_sources_and_json(kb_dir, tmp_path):
     )
     assert data["refused"] is False and data["sources"][0]["source"].endswith("expense.md")
     refused = json.loads(run("ask", "公司年会在哪里举办？", "--kb", str(kb_dir), "--json").stdout)
-    assert refused["refused"] is True and refused["reason"] and refused["sources"] == []
+    assert refused["refused"] is True and refused["reason"] and refused["explanation"]
+    assert all(s["source"].endswith("expense.md") for s in refused["sources"])  # closest ones
+    human_refusal = run("ask", "公司年会在哪里举办？", "--kb", str(kb_dir))
+    assert refused["explanation"] in human_refusal.stdout.replace("\n", "")

@@ -9,7 +9,6 @@ folder (``rerank_model = "hf:<path>"``).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -19,76 +18,8 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
+from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.tokenizer import label_tokens, query_tokens
-from rag_app.store.ledger import Ledger
-
-
-def idf_weights(tokens: Sequence[str], freqs: dict[str, int], total: int) -> dict[str, float]:
-    """BM25-style IDF per token (unknown tokens get the maximum)."""
-    n = max(total, 1)
-    return {t: math.log(1 + (n - freqs.get(t, 0) + 0.5) / (freqs.get(t, 0) + 0.5)) for t in tokens}
-
-
-# Document frequencies by keyword-index version: (ledger url, version) -> (indexed chunks,
-# term -> df). The version changes with every write to the index, so these are never stale; one
-# version per ledger is kept.
-_DF: dict[tuple[str, bytes], tuple[int, dict[str, int]]] = {}
-_DF_MAX_TERMS = 50000
-
-
-def document_frequencies(ledger: Ledger, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-    """``ledger.term_document_frequencies`` with a cache per version of the keyword index: a
-    term's frequency is looked up once per version (common terms recur in most questions)."""
-    index_version = getattr(ledger, "keyword_index_version", None)  # absent in test doubles
-    version = index_version() if index_version is not None else None
-    if version is None:
-        return ledger.term_document_frequencies(terms)
-    key = (ledger.url, version)
-    entry = _DF.get(key)
-    if entry is None:
-        for old in [k for k in _DF if k[0] == ledger.url]:
-            _DF.pop(old, None)
-        entry = _DF[key] = (ledger.keyword_count(), {})
-    total, known = entry
-    unknown = [t for t in dict.fromkeys(terms) if t not in known]
-    if unknown:
-        freqs, _ = ledger.term_document_frequencies(unknown)
-        if len(known) + len(unknown) > _DF_MAX_TERMS:
-            known.clear()
-        known.update({t: freqs.get(t, 0) for t in unknown})
-    return {t: known.get(t, 0) for t in terms}, total
-
-
-def question_weights(ledger: Ledger | None, question: str) -> dict[str, float]:
-    """Query tokens with their IDF in the keyword index (1.0 each without a ledger)."""
-    tokens = list(query_tokens(question))
-    if ledger is None:
-        return dict.fromkeys(tokens, 1.0)
-    freqs, total = document_frequencies(ledger, tokens)
-    return idf_weights(tokens, freqs, total)
-
-
-class QuestionWeights:
-    """:func:`question_weights` computed once per question and shared by the stages of one
-    answer (the reranker and the synthesizer weigh the same question): one vocabulary query
-    instead of one per stage. Built per answer (``build_query_engine``), so the IDF is as fresh
-    as before; callers must not modify the returned dict."""
-
-    MAX_QUESTIONS = 32
-
-    def __init__(self, ledger: Ledger | None) -> None:
-        self.ledger = ledger
-        self._memo: dict[str, dict[str, float]] = {}
-
-    def __call__(self, question: str) -> dict[str, float]:
-        weights = self._memo.get(question)
-        if weights is None:
-            weights = question_weights(self.ledger, question)
-            if len(self._memo) >= self.MAX_QUESTIONS:
-                self._memo.clear()
-            self._memo[question] = weights
-        return weights
-
 
 _LINE_LABEL = re.compile(r"^[#*\s]*第[零〇一二两三四五六七八九十百千\d]+(?:条|章|节|编)")
 _ASCII_TOKEN = re.compile(r"[0-9a-z._-]+")
@@ -134,26 +65,24 @@ class LexicalReranker(BaseNodePostprocessor):
     w_label: float = Field(
         1.0, ge=0, description="Bonus when a 第X条 label of the question heads the path or a line."
     )
-    _ledger: Ledger | None = PrivateAttr(default=None)
-    _weights: QuestionWeights = PrivateAttr()
+    _stats: TermStatistics = PrivateAttr()
 
     def __init__(
         self,
-        ledger: Ledger | None = None,
-        weights: QuestionWeights | None = None,
+        ledger: Any | None = None,
+        stats: TermStatistics | None = None,
         **data: Any,
     ) -> None:
-        """``weights``: a per-answer IDF memo shared with other stages (default: its own)."""
+        """``stats``: the knowledge base's term statistics (default: its own over ``ledger``)."""
         super().__init__(**data)
-        self._ledger = ledger
-        self._weights = weights if weights is not None else QuestionWeights(ledger)
+        self._stats = stats if stats is not None else TermStatistics(ledger)
 
     @classmethod
     def class_name(cls) -> str:
         return "LexicalReranker"
 
     def features(self, question: str, nodes: Sequence[NodeWithScore]) -> list[dict[str, float]]:
-        weights = self._weights(question)
+        weights = self._stats.weights(list(query_tokens(question)))
         labels = set(label_tokens(question))
         out = []
         for rank, node in enumerate(nodes, start=1):

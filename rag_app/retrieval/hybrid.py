@@ -16,9 +16,9 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from rag_app.postprocess.rerank import document_frequencies
 from rag_app.retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from rag_app.retrieval.scope import Scope
+from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
 from rag_app.retrieval.tokenizer import label_tokens, query_tokens
 from rag_app.store.ledger import Ledger
@@ -105,6 +105,7 @@ class HybridRetriever(BaseRetriever):
         candidates: int = 30,
         label_dense_factor: float = 0.1,
         keyword_posting_budget: int = 0,
+        stats: TermStatistics | None = None,
     ) -> None:
         super().__init__()
         if top_k <= 0:
@@ -121,6 +122,7 @@ class HybridRetriever(BaseRetriever):
         self.label_dense_factor = label_dense_factor
         self.candidates = max(candidates, top_k)
         self.keyword_posting_budget = keyword_posting_budget
+        self.stats = stats if stats is not None else TermStatistics(ledger)
         self.last_timings: dict[str, float] = {}
 
     # ----- branches ----------------------------------------------------------------------
@@ -169,7 +171,7 @@ class HybridRetriever(BaseRetriever):
         with stage("keyword"):
             tokens = list(query_tokens(question))
             if tokens:
-                freqs, total = document_frequencies(self.ledger, tokens)
+                freqs, total = self.stats.frequencies(tokens)
                 tokens = keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
             if not tokens:
                 return []

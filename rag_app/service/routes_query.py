@@ -31,8 +31,11 @@ def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
         answer=answer.answer,
         refused=answer.refused,
         reason=answer.reason,
+        explanation=answer.explanation,
         mode=answer.mode,
         sources=_sources(state, answer.sources),
+        citations=answer.citations,
+        confidence=answer.confidence,
         timings=answer.timings,
     )
 

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StringConstraints
 
 from rag_app.store.jobs import Job
-from rag_app.types import ChunkInfo, DocumentInfo, Source
+from rag_app.types import Citation, ChunkInfo, DocumentInfo, Source
 
 
 class JobOut(BaseModel):
@@ -137,9 +137,16 @@ class AnswerOut(BaseModel):
     question: str
     answer: str
     refused: bool
-    reason: str | None = None
+    reason: str | None = Field(None, description="Refusal reason, a machine code.")
+    explanation: str | None = Field(None, description="Refusal reason in words (Chinese).")
     mode: str
-    sources: list[SourceOut]
+    sources: list[SourceOut] = Field(
+        description="Cited sources ([n] is sources[n-1]); for a refusal, the closest ones."
+    )
+    citations: list[Citation] = Field(
+        default_factory=list, description="The cited units (sentence, list item, table row)."
+    )
+    confidence: float = 0.0
     timings: dict[str, float]
 
 

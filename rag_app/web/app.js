@@ -741,8 +741,10 @@
     if (last < text.length) append(out, text.slice(last));
 
     var reason = $("answer-reason");
-    if (res.refused) show(reason, "未作答 · 原因: " + (res.reason || "unknown"));
-    else show(reason, "");
+    if (res.refused) {
+      show(reason, "未作答 · " + (res.explanation || "原因: " + (res.reason || "unknown")) +
+        (sources.length ? " 下面是最接近的资料。" : ""));
+    } else show(reason, "");
 
     // a refusal keeps its closest sources: shown as such, not as citations of an answer
     var heading = $("source-heading");

@@ -281,6 +281,8 @@ class TestQuery:
         assert (
             body["refused"] and body["answer"] == "当前知识库中未找到足够依据。" and body["reason"]
         )
+        assert body["explanation"] and body["citations"] == []
+        assert all(s["filename"] for s in body["sources"])  # the closest sources, named
 
     def test_retrieve_and_validation(self, service: Service) -> None:
         doc_id = _ingested(service)

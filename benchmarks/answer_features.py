@@ -1,0 +1,211 @@
+"""Unit features and labels of the dev sets' cached evidence (benchmarks/answer_data.py).
+
+Labels: a unit is an answer unit when it comes from a gold document and holds the answer --
+cmrc_trial_zh: the answer span (or is a sentence of a long answer); dragonball_zh and laws_zh: a
+10-character stretch of a gold span; retqa_tables_zh: every cell of a gold row. Near misses and
+unanswerable questions have no answer unit. Features are computed by the runtime code
+(``AnswerLocator.features``) with the data set's KB for term statistics and the bundled embedding
+(unit embeddings cached on disk).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from common import CACHE, dev_half, kb_for, load_questions, require_shared
+
+from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
+from rag_app.answer.features import FEATURES
+from rag_app.answer.locator import AnswerLocator
+from rag_app.answer.model import AnswerModel, LinearModel
+from rag_app.answer.question_features import QUESTION_FEATURES, question_terms
+from rag_app.answer.units import AnswerUnit
+from rag_app.eval.dataset import QAItem
+from rag_app.retrieval.stats import TermStatistics
+
+_WS = re.compile(r"\s+")
+_ANALYZER = QuestionAnalyzer()
+SHINGLE = 10
+
+
+def squash(text: str) -> str:
+    return _WS.sub("", text).replace("**", "")
+
+
+@dataclass
+class Example:
+    dataset: str
+    half: str
+    qid: str
+    kind: str  # answerable | unanswerable | near
+    x: np.ndarray
+    y: np.ndarray
+    texts: list[str] = field(default_factory=list)  # unit display texts
+    answers: list[str] = field(default_factory=list)
+    question: str = ""
+    frequencies: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def analysis(self) -> QuestionAnalysis:
+        return _ANALYZER(self.question)
+
+
+def _shingles(span: str) -> list[str]:
+    s = squash(span)
+    if len(s) <= SHINGLE:
+        return [s] if len(s) >= 4 else []
+    return [s[i : i + SHINGLE] for i in range(0, len(s) - SHINGLE + 1, 3)]
+
+
+def unit_labels(
+    name: str, item: QAItem, units: list[AnswerUnit], gold_node: list[bool]
+) -> list[int]:
+    out = []
+    answers = [squash(a) for a in item.answers if squash(a)]
+    shingles = [sh for span in item.gold_spans for sh in _shingles(span)]
+    rows = [{squash(str(v)) for v in row.values() if squash(str(v))} for row in item.gold_rows]
+    for u in units:
+        if not gold_node[u.source - 1]:
+            out.append(0)
+            continue
+        text = squash(u.text)
+        hit = False
+        if name == "cmrc_trial_zh":
+            hit = any(a in text or (len(text) >= 6 and text in a) for a in answers)
+        elif name == "retqa_tables_zh":
+            cells = {squash(c) for c in u.cells}
+            hit = u.kind == "row" and any(r and r <= cells for r in rows)
+        else:
+            hit = any(sh in text for sh in shingles)
+        out.append(1 if hit else 0)
+    return out
+
+
+class EmbedCache:
+    def __init__(self, embed_model: Any, path: Path) -> None:
+        self.model = embed_model
+        self.path = path
+        self.vectors: dict[str, np.ndarray] = (
+            pickle.loads(path.read_bytes()) if path.exists() else {}
+        )
+        self.dirty = 0
+
+    def _vec(self, texts: list[str], query: bool) -> list[np.ndarray]:
+        keys = [("q:" if query else "p:") + t for t in texts]
+        todo = [t for t, k in zip(texts, keys, strict=True) if k not in self.vectors]
+        if todo:
+            if query:
+                got = [self.model.get_query_embedding(t) for t in todo]
+            else:
+                got = self.model.get_text_embedding_batch(todo)
+            for t, v in zip(todo, got, strict=True):
+                self.vectors[("q:" if query else "p:") + t] = np.asarray(v, dtype=np.float32)
+            self.dirty += len(todo)
+        return [self.vectors[k] for k in keys]
+
+    def __call__(self, question: str, texts: list[str]) -> list[float]:
+        if not texts:
+            return []
+        q = self._vec([question], True)[0].astype(np.float64)
+        m = np.stack(self._vec(texts, False)).astype(np.float64)
+        denom = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
+        denom[denom == 0] = 1.0
+        return [float(v) for v in (m @ q) / denom]
+
+    def save(self) -> None:
+        if self.dirty:
+            self.path.write_bytes(pickle.dumps(self.vectors))
+            self.dirty = 0
+
+
+def feature_version() -> str:
+    src = "".join(
+        (Path(__file__).resolve().parents[1] / "rag_app" / p).read_text()
+        for p in (
+            "answer/features.py",
+            "answer/units.py",
+            "analysis/question.py",
+            "analysis/lexicon.json",
+        )
+    )
+    return hashlib.sha1(src.encode()).hexdigest()[:10]
+
+
+def _zero(names: list[str]) -> LinearModel:
+    n = len(names)
+    return LinearModel(features=names, mean=[0.0] * n, scale=[1.0] * n, coef=[0.0] * n, intercept=0.0)
+
+
+def dummy_model() -> AnswerModel:
+    """A model that scores nothing: the locator is used for its features only."""
+    return AnswerModel(
+        version="features-only", unit=_zero(list(FEATURES)), gate=_zero(list(QUESTION_FEATURES)),
+        thresholds={"strict": 0.5, "balanced": 0.5, "lenient": 0.5},
+    )  # fmt: skip
+
+
+def examples(name: str, *, refresh: bool = False) -> list[Example]:
+    version = feature_version()
+    evidence_path = CACHE / f"answer-{name}.pkl"
+    stamp = evidence_path.stat().st_mtime_ns
+    out_path = CACHE / f"answer-features-{name}-{version}-{stamp}.pkl"
+    path = require_shared(name)[name]
+    if out_path.exists() and not refresh:
+        data: list[Example] = pickle.loads(out_path.read_bytes())
+        questions = {it.id: it.question for it in load_questions(path)}
+        for e in data:
+            e.question = e.question or questions.get(e.qid, "")
+            e.half = dev_half(name, e.qid)
+        if any(not getattr(e, "frequencies", None) for e in data):
+            kb = kb_for(name, path / "docs")
+            stats = TermStatistics(kb.ledger)
+            for e in data:
+                e.frequencies = stats.frequencies(question_terms(e.analysis))[0]
+            kb.close()
+            out_path.write_bytes(pickle.dumps(data))
+        return data
+    evidence = pickle.loads(evidence_path.read_bytes())
+    items = {it.id: it for it in load_questions(path)}
+    kb = kb_for(name, path / "docs")
+    embed = EmbedCache(kb.embed_model, CACHE / f"answer-embeddings-{name}.pkl")
+    locator = AnswerLocator(
+        dummy_model(), QuestionAnalyzer(), TermStatistics(kb.ledger), threshold=0.5
+    )
+    locator.extractor.embed = embed
+    out: list[Example] = []
+    for n, (key, entry) in enumerate(evidence.items(), start=1):
+        qid, near = (key[:-5], True) if key.endswith("#near") else (key, False)
+        item = items.get(qid)
+        if item is None:
+            continue
+        nodes = entry["nodes"]
+        _, units, x = locator.features(item.question, nodes)
+        gold = [
+            any(
+                str(nd.node.metadata.get("source", "")).replace("\\", "/").endswith("/" + g)
+                for g in item.gold_docs
+            )
+            for nd in nodes
+        ]
+        kind = "near" if near else ("answerable" if item.answerable else "unanswerable")
+        y = unit_labels(name, item, units, gold) if kind == "answerable" else [0] * len(units)
+        out.append(
+            Example(name, entry["half"], qid, kind, x, np.asarray(y, dtype=np.int8),
+                    [u.text for u in units], list(item.answers), item.question,
+            locator.stats.frequencies(question_terms(locator.analyzer(item.question)))[0])
+        )  # fmt: skip
+        if n % 500 == 0:
+            print(f"  features {name}: {n}/{len(evidence)}", flush=True)
+            embed.save()
+    embed.save()
+    kb.close()
+    out_path.write_bytes(pickle.dumps(out))
+    print(json.dumps({"dataset": name, "examples": len(out), "version": version}))
+    return out

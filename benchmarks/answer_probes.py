@@ -1,0 +1,103 @@
+"""Head-swap probes: answerable questions whose asked thing is swapped for a word the evidence
+lacks ("X分布在哪些地区" -> "X分布在哪些<noun>"), asked on the same evidence.
+
+They are the near misses where the entity *is* there and the asked detail is not, made the same
+way for any knowledge base: the replacement is a noun taken from other passages of the same
+knowledge base, chosen so that none of the question's evidence contains it. No word list and no
+template of any data set is involved. Used as negatives when fitting the gate
+(benchmarks/fit_answer_model.py) and reported per domain.
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+from typing import Any
+
+import numpy as np
+
+from answer_features import (
+    CACHE,
+    EmbedCache,
+    Example,
+    dummy_model,
+    examples,
+    feature_version,
+    kb_for,
+    require_shared,
+)
+
+from rag_app.analysis.question import QuestionAnalyzer
+from rag_app.answer.locator import AnswerLocator
+from rag_app.answer.question_features import question_terms
+from rag_app.retrieval.stats import TermStatistics
+
+PER_HALF = 300
+
+
+def _nouns(texts: list[str], limit: int = 4000) -> list[str]:
+    import jieba.posseg
+
+    out: dict[str, None] = {}
+    for text in texts:
+        for w in jieba.posseg.lcut(text[:400]):
+            if w.flag == "n" and 2 <= len(w.word) <= 3:
+                out[w.word] = None
+        if len(out) >= limit:
+            break
+    return list(out)
+
+
+def probes(name: str) -> list[Example]:
+    base = [e for e in examples(name) if e.kind == "answerable"]
+    out_path = CACHE / f"answer-probes-{name}-{feature_version()}.pkl"
+    if out_path.exists():
+        data: list[Example] = pickle.loads(out_path.read_bytes())
+        return data
+    path = require_shared(name)[name]
+    evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
+    rng = random.Random(f"probes:{name}")
+    pool_texts = [
+        nd.node.get_content() for key in rng.sample(sorted(evidence), min(300, len(evidence)))
+        for nd in evidence[key]["nodes"][:2]
+    ]  # fmt: skip
+    nouns = _nouns(pool_texts)
+    kb = kb_for(name, path / "docs")
+    embed = EmbedCache(kb.embed_model, CACHE / f"answer-embeddings-{name}.pkl")
+    analyzer = QuestionAnalyzer()
+    locator = AnswerLocator(dummy_model(), analyzer, TermStatistics(kb.ledger), threshold=0.5)
+    locator.extractor.embed = embed
+    out: list[Example] = []
+    count = {"calibration": 0, "check": 0}
+    for e in rng.sample(base, len(base)):
+        if count[e.half] >= PER_HALF:
+            continue
+        analysis = analyzer(e.question)
+        head = analysis.head
+        nodes = evidence[e.qid]["nodes"]
+        text = "\n".join(nd.node.get_content() for nd in nodes)
+        if not head or len(head) < 2 or head not in text or e.question.count(head) != 1:
+            continue
+        choices = [n for n in nouns if n not in text and n not in e.question]
+        if not choices:
+            continue
+        question = e.question.replace(head, rng.choice(choices))
+        _, units, x = locator.features(question, nodes)
+        freqs = locator.stats.frequencies(question_terms(analyzer(question)))[0]
+        out.append(
+            Example(name, e.half, e.qid + "#probe", "probe", x, np.zeros(len(units), dtype=np.int8),
+                    [u.text for u in units], [], question, freqs)
+        )  # fmt: skip
+        count[e.half] += 1
+    embed.save()
+    kb.close()
+    out_path.write_bytes(pickle.dumps(out))
+    print(f"{name}: {len(out)} head-swap probes")
+    return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    for name in sys.argv[1:] or ["cmrc_trial_zh", "dragonball_zh", "laws_zh", "retqa_tables_zh"]:
+        probes(name)

@@ -1,0 +1,81 @@
+"""The question lexicon: general Chinese question words, value patterns and function words.
+
+Loaded from ``lexicon.json`` next to this module (or a file of the user's): the words are data,
+not code, and none of them comes from an evaluation set's question templates.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+DEFAULT_LEXICON = Path(__file__).with_name("lexicon.json")
+
+
+class AnswerTypeCue(BaseModel):
+    type: str
+    cues: list[str]
+
+
+class Lexicon(BaseModel):
+    """Vocabulary of question analysis. Build once (:meth:`load`) and share: it is read-only."""
+
+    model_config = ConfigDict(frozen=True)
+
+    version: int = 1
+    answer_types: list[AnswerTypeCue]
+    value_patterns: dict[str, str] = Field(default_factory=dict)
+    units: list[str] = Field(default_factory=list)
+    function_words: list[str] = Field(default_factory=list)
+    char_variants: list[list[str]] = Field(default_factory=list)
+    _values: dict[str, re.Pattern[str]] = PrivateAttr(default_factory=dict)
+    _cue_index: list[tuple[str, str]] = PrivateAttr(default_factory=list)
+    _cue_regex: re.Pattern[str] | None = PrivateAttr(default=None)
+    _function: frozenset[str] = PrivateAttr(default=frozenset())
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Lexicon:
+        target = Path(path) if path is not None else DEFAULT_LEXICON
+        try:
+            data = json.loads(target.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"could not read the question lexicon {target}: {exc}") from exc
+        data.pop("about", None)
+        return cls.model_validate(data)
+
+    def model_post_init(self, context: object) -> None:
+        self._values = {k: re.compile(v) for k, v in self.value_patterns.items()}
+        # longest cue first, so "多少天" (duration) wins over "多少" (number)
+        pairs = [(cue, t.type) for t in self.answer_types for cue in t.cues]
+        pairs.sort(key=lambda p: -len(p[0]))
+        self._cue_index = pairs
+        self._cue_regex = re.compile("|".join(re.escape(c) for c, _ in pairs)) if pairs else None
+        self._function = frozenset(self.function_words)
+
+    def value_pattern(self, answer_type: str) -> re.Pattern[str] | None:
+        return self._values.get(answer_type)
+
+    def cues(self, question: str) -> list[tuple[int, int, str, str]]:
+        """Question-word matches (start, end, cue, answer type), left to right, longest first."""
+        if self._cue_regex is None:
+            return []
+        kinds = dict(self._cue_index)
+        return [
+            (m.start(), m.end(), m.group(0), kinds[m.group(0)])
+            for m in self._cue_regex.finditer(question)
+        ]
+
+    def is_function_word(self, word: str) -> bool:
+        return word in self._function
+
+    def normalize(self, text: str) -> str:
+        """Map spelling variants to one form (缴→交, 帐→账), for fuzzy matching on both sides."""
+        for variants in self.char_variants:
+            canonical = variants[-1]
+            for v in variants[:-1]:
+                if v in text:
+                    text = text.replace(v, canonical)
+        return text

@@ -1,0 +1,179 @@
+"""QuestionAnalysis: what a question asks for, read once and shared by every answer stage."""
+
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+
+from pydantic import BaseModel, Field
+
+from rag_app.analysis.lexicon import Lexicon
+from rag_app.retrieval.tokenizer import label_tokens, query_tokens
+
+# answer types whose answer is a value of a recognisable form (lexicon value_patterns)
+VALUE_TYPES = ("duration", "date", "money", "ratio", "number", "person", "organization", "place")
+
+_QUOTED = re.compile(r"《([^》]{1,40})》|“([^”]{1,40})”|「([^」]{1,40})」|\"([^\"]{1,40})\"")
+_NUMBER_WITH_UNIT = re.compile(
+    r"(\d+(?:\.\d+)?)\s*(万元|亿元|万|亿|元|岁|年|月|日|天|个月|小时|分钟|%|％|人|名|次|平方米|米|公里)?"
+)
+_LATIN = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]{2,}")
+_CLAUSE_MARKS = ("，", ",", "；", ";", "。", "：", ":")
+_ENTITY_FLAGS = ("nr", "ns", "nt", "nz", "eng")
+_CONTENT_FLAGS = ("n", "v", "a", "eng", "l", "i", "j", "t", "s", "vn", "an")
+
+
+class QuestionAnalysis(BaseModel):
+    """A question read for answering (typed output of :class:`QuestionAnalyzer`)."""
+
+    text: str
+    answer_type: str = Field(
+        "other",
+        description="duration, date, money, ratio, number, person, "
+        "organization, place, reason, method, list, yes_no, definition, what, other",
+    )
+    cue: str | None = Field(None, description="The question word that set the answer type.")
+    head: str | None = Field(None, description="The asked thing next to the question word.")
+    entities: list[str] = Field(default_factory=list, description="Names, titles, codes.")
+    constraints: list[str] = Field(
+        default_factory=list, description="Values the answer must be about (5000元, 63岁, 2021年)."
+    )
+    terms: list[str] = Field(default_factory=list, description="Content tokens (index tokens).")
+    focus: list[str] = Field(
+        default_factory=list,
+        description="Terms of the clause that asks (not a scope clause such as '根据…，'), "
+        "other than the entities: what the answer must be about.",
+    )
+    labels: list[str] = Field(default_factory=list, description="第X条 labels, canonical.")
+
+    @property
+    def expects_value(self) -> bool:
+        return self.answer_type in VALUE_TYPES
+
+
+def _jieba_posseg():  # type: ignore[no-untyped-def]
+    from rag_app.retrieval.tokenizer import _jieba
+
+    _jieba()  # initialised once, under its lock
+    import jieba.posseg
+
+    return jieba.posseg
+
+
+class QuestionAnalyzer:
+    """Reads questions with one lexicon. Built once per knowledge base; thread-safe (its memo is
+    guarded by a lock and bounded)."""
+
+    MAX_MEMO = 512
+
+    def __init__(self, lexicon: Lexicon | None = None) -> None:
+        self.lexicon = lexicon if lexicon is not None else default_lexicon()
+        self._memo: dict[str, QuestionAnalysis] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, question: str) -> QuestionAnalysis:
+        question = question.strip()
+        with self._lock:
+            hit = self._memo.get(question)
+        if hit is not None:
+            return hit
+        result = self.analyze(question)
+        with self._lock:
+            if len(self._memo) >= self.MAX_MEMO:
+                self._memo.clear()
+            self._memo[question] = result
+        return result
+
+    def analyze(self, question: str) -> QuestionAnalysis:
+        lex = self.lexicon
+        cues = lex.cues(question)
+        order = {t.type: i for i, t in enumerate(lex.answer_types)}
+        chosen = min(cues, key=lambda c: (order.get(c[3], 99), c[0]), default=None)
+        words = [(w.word, w.flag) for w in _jieba_posseg().lcut(question)]
+        entities = self._entities(question, words)
+        constraints = [
+            m.group(0)
+            for m in _NUMBER_WITH_UNIT.finditer(question)
+            if not any(m.group(0) in e for e in entities)
+        ]
+        terms = [
+            t for t in query_tokens(_blank_cues(question, cues)) if not lex.is_function_word(t)
+        ]
+        head = self._head(question, words, chosen) if chosen else None
+        focus = self._focus(question, chosen, terms, entities)
+        return QuestionAnalysis(
+            text=question,
+            answer_type=chosen[3] if chosen else "other",
+            cue=chosen[2] if chosen else None,
+            head=head,
+            entities=entities,
+            constraints=constraints,
+            terms=terms,
+            focus=focus,
+            labels=label_tokens(question),
+        )
+
+    def _entities(self, question: str, words: list[tuple[str, str]]) -> list[str]:
+        out: list[str] = []
+        for m in _QUOTED.finditer(question):
+            out.append(next(g for g in m.groups() if g))
+        out.extend(m.group(0) for m in _LATIN.finditer(question))
+        for word, flag in words:
+            if (
+                len(word) >= 2
+                and flag.startswith(_ENTITY_FLAGS)
+                and not self.lexicon.is_function_word(word)
+            ):
+                out.append(word)
+        return list(dict.fromkeys(e for e in out if e.strip()))
+
+    @staticmethod
+    def _focus(
+        question: str,
+        cue: tuple[int, int, str, str] | None,
+        terms: list[str],
+        entities: list[str],
+    ) -> list[str]:
+        at = cue[0] if cue else len(question)
+        start = max(question.rfind(m, 0, at) for m in _CLAUSE_MARKS) + 1
+        end = min((i for i in (question.find(m, at) for m in _CLAUSE_MARKS) if i >= 0), default=len(question))
+        clause = question[start:end].lower()
+        return [t for t in terms if t in clause and not any(t in e.lower() for e in entities)]
+
+    def _head(
+        self, question: str, words: list[tuple[str, str]], cue: tuple[int, int, str, str]
+    ) -> str | None:
+        """The content word right after the cue ("多少保费"), else the nearest one before it
+        ("等待期是多少天")."""
+        start, end = cue[0], cue[1]
+        spans, pos = [], 0
+        for word, flag in words:
+            spans.append((pos, pos + len(word), word, flag))
+            pos += len(word)
+        after = [s for s in spans if s[0] >= end and s[0] - end <= 1]
+        for s in after[:1]:
+            if s[3].startswith(_CONTENT_FLAGS) and not self.lexicon.is_function_word(s[2]):
+                return s[2]
+        for s in reversed([s for s in spans if s[1] <= start]):
+            if s[3].startswith(_CONTENT_FLAGS) and not self.lexicon.is_function_word(s[2]):
+                return s[2]
+        return None
+
+
+def _blank_cues(question: str, cues: list[tuple[int, int, str, str]]) -> str:
+    """The question with its question words (and a copula right before one) blanked out, so
+    "等待期是多少天" gives the terms of 等待期 only."""
+    chars = list(question)
+    for start, end, _, _ in cues:
+        if start > 0 and chars[start - 1] == "是":
+            start -= 1
+        for i in range(start, end):
+            chars[i] = " "
+    return "".join(chars)
+
+
+@lru_cache(maxsize=1)
+def default_lexicon() -> Lexicon:
+    """The bundled lexicon (read-only, loaded once per process)."""
+    return Lexicon.load()

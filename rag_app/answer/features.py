@@ -1,0 +1,218 @@
+"""Generic features of an answer unit for a question (no domain vocabulary).
+
+Each unit of the evidence gets a vector of :data:`FEATURES`: IDF-weighted fuzzy coverage of the
+question's terms (in the unit, in its node with the heading path), char-bigram overlap, the rarest
+question term that is missing, the asked head, the question's entities and constraint values,
+a value of the asked answer type, embedding similarity, and position. The fitted
+:class:`~rag_app.answer.model.AnswerModel` combines them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from llama_index.core.schema import NodeWithScore
+
+from rag_app.analysis.lexicon import Lexicon
+from rag_app.analysis.question import QuestionAnalysis
+from rag_app.answer.units import AnswerUnit
+
+FEATURES: tuple[str, ...] = (
+    "cov_unit",  # IDF-weighted fuzzy coverage of the question terms in the unit (+lead-in/header)
+    "cov_ctx",  # ... in the unit's node and heading path
+    "cov_heading",  # ... in the heading path alone
+    "bigram_unit",  # share of the question's char bigrams in the unit
+    "bigram_ctx",  # ... in the node
+    "miss_ctx",  # IDF share of the rarest question term missing from the node (0: none missing)
+    "miss_all",  # ... missing from all the evidence
+    "head_unit",  # the asked head is in the unit (as written, up to spelling variants)
+    "head_ctx",  # ... in the node
+    "focus_unit",  # IDF-weighted coverage of the asking clause's terms but the entities
+    "focus_ctx",  # ... in the node
+    "entity_unit",  # share of the question's entities in the unit (1 when it names none)
+    "entity_ctx",  # ... in the node
+    "has_entity",
+    "constraint_unit",  # share of the question's values (5000元, 63岁) in the unit (1 when none)
+    "constraint_ctx",
+    "expects_value",  # the question asks for a number, date, amount, person, place...
+    "value_unit",  # the unit holds a value of the asked type
+    "value_gap",  # expects a value and the unit holds none
+    "dense",  # cosine of the question and the unit embeddings
+    "dense_gap",  # dense minus the best dense of the evidence
+    "rank",  # 1 / number of the unit's evidence node
+    "first_in_node",
+    "is_row",
+    "is_item",
+    "column",  # a row: best coverage of the question by one column name
+    "length",  # log length of the unit
+    "novelty",  # share of the unit's chars that are not in the question
+)
+
+_BIGRAM_CHARS = re.compile(r"[\u4e00-\u9fff0-9a-z]")
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+DENSE_UNITS = 8  # units embedded per question (the best by lexical coverage)
+
+
+def _norm(lexicon: Lexicon, text: str) -> str:
+    return lexicon.normalize(text.lower())
+
+
+def term_credit(term: str, text: str) -> float:
+    """1 when the term occurs; half the share of its chars when at least half of them do."""
+    if term in text:
+        return 1.0
+    if len(term) < 2:
+        return 0.0
+    share = sum(1 for ch in term if ch in text) / len(term)
+    return 0.5 * share if share >= 0.5 else 0.0
+
+
+def weighted_coverage(weights: dict[str, float], text: str) -> float:
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return sum(w * term_credit(t, text) for t, w in weights.items()) / total
+
+
+def bigrams(text: str) -> set[str]:
+    chars = "".join(_BIGRAM_CHARS.findall(text))
+    return {chars[i : i + 2] for i in range(len(chars) - 1)}
+
+
+def _share(items: Sequence[str], text: str) -> float:
+    return sum(1.0 for x in items if x in text) / len(items) if items else 1.0
+
+
+def _numbers_in(items: Sequence[str], text: str) -> float:
+    """Share of the question's values whose number occurs in ``text`` (units may differ)."""
+    if not items:
+        return 1.0
+    found = set(_DIGITS.findall(text))
+    hits = 0.0
+    for item in items:
+        nums = _DIGITS.findall(item)
+        hits += 1.0 if nums and all(n in found for n in nums) else 0.0
+    return hits / len(items)
+
+
+class FeatureExtractor:
+    """Computes the feature matrix of the units of one question's evidence.
+
+    ``embed``: a function from (question, texts) to cosine similarities (the KB's embedding
+    model); None leaves the dense features at 0."""
+
+    def __init__(
+        self,
+        lexicon: Lexicon,
+        embed: Callable[[str, list[str]], list[float]] | None = None,
+    ) -> None:
+        self.lexicon = lexicon
+        self.embed = embed
+
+    def matrix(
+        self,
+        analysis: QuestionAnalysis,
+        weights: dict[str, float],
+        units: Sequence[AnswerUnit],
+        nodes: Sequence[NodeWithScore],
+    ) -> np.ndarray:
+        lex = self.lexicon
+        w = {
+            _norm(lex, t): v
+            for t, v in weights.items()
+            if t in analysis.terms or not analysis.terms
+        }
+        wmax = max(w.values(), default=1.0) or 1.0
+        q_bigrams = bigrams(_norm(lex, analysis.text))
+        head = _norm(lex, analysis.head) if analysis.head else None
+        fw = {k: v for k, v in w.items() if k in {_norm(lex, t) for t in analysis.focus}}
+        entities = [_norm(lex, e) for e in analysis.entities]
+        ctx_texts = []
+        for node in nodes:
+            path = str(node.node.metadata.get("title_path", ""))
+            ctx_texts.append(_norm(lex, path + "\n" + node.node.get_content()))
+        paths = [_norm(lex, str(n.node.metadata.get("title_path", ""))) for n in nodes]
+        everything = "\n".join(ctx_texts)
+        missing_all = [t for t in w if term_credit(t, everything) < 1.0]
+        miss_all = max((w[t] for t in missing_all), default=0.0) / wmax
+        node_stats = []
+        for ctx, path in zip(ctx_texts, paths, strict=True):
+            missing = [t for t in w if term_credit(t, ctx) < 1.0]
+            node_stats.append(
+                (
+                    weighted_coverage(w, ctx),
+                    weighted_coverage(w, path),
+                    len(q_bigrams & bigrams(ctx)) / len(q_bigrams) if q_bigrams else 0.0,
+                    max((w[t] for t in missing), default=0.0) / wmax,
+                    (1.0 if head in ctx else 0.0) if head else 1.0,
+                    weighted_coverage(fw, ctx) if fw else 1.0,
+                    _share(entities, ctx),
+                    _numbers_in(analysis.constraints, ctx),
+                )
+            )
+        value = self.lexicon.value_pattern(analysis.answer_type) if analysis.expects_value else None
+        q_chars = set(analysis.text)
+        rows = []
+        texts = [_norm(lex, u.scoring_text) for u in units]
+        for u, text in zip(units, texts, strict=True):
+            cov_ctx, cov_head, bg_ctx, miss_ctx, head_ctx, focus_ctx, ent_ctx, con_ctx = node_stats[
+                u.source - 1
+            ]
+            has_value = bool(value.search(u.text)) if value is not None else False
+            if u.kind == "row" and analysis.answer_type in ("number", "money", "ratio", "duration"):
+                has_value = has_value or any(c.isdigit() for c in u.text)
+            column = max((weighted_coverage(w, _norm(lex, h)) for h in u.header), default=0.0)
+            rows.append(
+                [
+                    weighted_coverage(w, text),
+                    cov_ctx,
+                    cov_head,
+                    len(q_bigrams & bigrams(text)) / len(q_bigrams) if q_bigrams else 0.0,
+                    bg_ctx,
+                    miss_ctx,
+                    miss_all,
+                    (1.0 if head in text else 0.0) if head else 1.0,
+                    head_ctx,
+                    weighted_coverage(fw, text) if fw else 1.0,
+                    focus_ctx,
+                    _share(entities, text),
+                    ent_ctx,
+                    1.0 if entities else 0.0,
+                    _numbers_in(analysis.constraints, text),
+                    con_ctx,
+                    1.0 if analysis.expects_value else 0.0,
+                    1.0 if has_value else 0.0,
+                    1.0 if analysis.expects_value and not has_value else 0.0,
+                    0.0,
+                    0.0,
+                    1.0 / u.source,
+                    1.0 if u.index == 0 else 0.0,
+                    1.0 if u.kind == "row" else 0.0,
+                    1.0 if u.kind == "item" else 0.0,
+                    column,
+                    math.log1p(len(u.text)) / 6.0,
+                    sum(1 for ch in u.text if ch not in q_chars) / max(len(u.text), 1),
+                ]
+            )
+        x = np.asarray(rows, dtype=np.float64).reshape(len(units), len(FEATURES))
+        if self.embed is not None and len(units):
+            self._dense(analysis.text, units, x)
+        return x
+
+    def _dense(self, question: str, units: Sequence[AnswerUnit], x: np.ndarray) -> None:
+        """Embed the best units by lexical coverage; the others get the lowest similarity."""
+        assert self.embed is not None
+        i_cov, i_dense, i_gap = (
+            FEATURES.index("cov_unit"),
+            FEATURES.index("dense"),
+            FEATURES.index("dense_gap"),
+        )
+        order = np.argsort(-x[:, i_cov], kind="stable")[:DENSE_UNITS]
+        sims = self.embed(question, [units[i].scoring_text for i in order])
+        x[:, i_dense] = min(sims) if sims else 0.0
+        for i, s in zip(order, sims, strict=True):
+            x[i, i_dense] = s
+        x[:, i_gap] = x[:, i_dense] - x[:, i_dense].max()

@@ -1,0 +1,180 @@
+"""AnswerLocator: scores every answer unit of the evidence and decides whether to answer.
+
+The question is analysed once (:class:`~rag_app.analysis.QuestionAnalyzer`), the evidence is cut
+into units (:func:`~rag_app.answer.units.evidence_units`), each unit gets generic features
+(:class:`~rag_app.answer.features.FeatureExtractor`) and a probability from the fitted
+:class:`~rag_app.answer.model.AnswerModel`. No unit at or above the threshold: refuse, with a
+reason in words saying what was missing. Built once per knowledge base; thread-safe.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import NodeWithScore
+from pydantic import BaseModel, Field
+
+from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
+from rag_app.answer.features import FEATURES, FeatureExtractor, term_credit
+from rag_app.answer.model import AnswerModel
+from rag_app.answer.question_features import question_terms, question_vector
+from rag_app.answer.units import AnswerUnit, evidence_units
+from rag_app.retrieval.stats import TermStatistics
+
+KEEP_UNITS = 8  # scored units a decision carries
+TYPE_WORDS = {
+    "duration": "时长",
+    "date": "日期或时间",
+    "money": "金额",
+    "ratio": "比例",
+    "number": "数值",
+    "person": "人名",
+    "organization": "机构名称",
+    "place": "地点",
+}
+
+
+class ScoredUnit(BaseModel):
+    unit: AnswerUnit
+    probability: float
+
+
+class AnswerDecision(BaseModel):
+    """Typed output of the answer step: refuse or not, why, and the units best first."""
+
+    refused: bool
+    reason: str | None = Field(
+        None,
+        description="Machine code: no_evidence, entity_missing, "
+        "term_missing, head_missing, value_missing, weak_evidence.",
+    )
+    explanation: str | None = Field(None, description="The reason in words a user can act on.")
+    best: float = Field(0.0, description="P(the evidence answers the question), gate model.")
+    threshold: float = 0.0
+    units: list[ScoredUnit] = Field(default_factory=list)
+    analysis: QuestionAnalysis | None = None
+
+
+def cosine_embedder(embed_model: BaseEmbedding):  # type: ignore[no-untyped-def]
+    """(question, texts) -> cosine similarities with ``embed_model``."""
+
+    def embed(question: str, texts: list[str]) -> list[float]:
+        if not texts:
+            return []
+        q = np.asarray(embed_model.get_query_embedding(question), dtype=np.float64)
+        m = np.asarray(embed_model.get_text_embedding_batch(texts), dtype=np.float64)
+        denom = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
+        denom[denom == 0] = 1.0
+        return [float(v) for v in (m @ q) / denom]
+
+    return embed
+
+
+class AnswerLocator:
+    def __init__(
+        self,
+        model: AnswerModel,
+        analyzer: QuestionAnalyzer,
+        stats: TermStatistics,
+        embed_model: BaseEmbedding | None = None,
+        *,
+        threshold: float,
+    ) -> None:
+        self.model = model
+        self.analyzer = analyzer
+        self.stats = stats
+        self.threshold = threshold
+        embed = cosine_embedder(embed_model) if embed_model is not None else None
+        self.extractor = FeatureExtractor(analyzer.lexicon, embed)
+
+    def features(
+        self, question: str, nodes: Sequence[NodeWithScore]
+    ) -> tuple[QuestionAnalysis, list[AnswerUnit], np.ndarray]:
+        analysis = self.analyzer(question)
+        units = evidence_units(nodes)
+        weights = self.stats.weights(analysis.terms)
+        x = self.extractor.matrix(analysis, weights, units, nodes)
+        return analysis, units, x
+
+    def locate(self, question: str, nodes: Sequence[NodeWithScore]) -> AnswerDecision:
+        if not nodes:
+            return AnswerDecision(
+                refused=True, reason="no_evidence", threshold=self.threshold,
+                explanation="在可查询的范围内没有检索到相关资料。",
+            )  # fmt: skip
+        analysis, units, x = self.features(question, nodes)
+        if not units:
+            return AnswerDecision(
+                refused=True, reason="no_evidence", threshold=self.threshold, analysis=analysis,
+                explanation="检索到的资料中没有可作答的句子、条目或表格行。",
+            )  # fmt: skip
+        probs = self.model.unit_probabilities(x)
+        order = np.argsort(-probs, kind="stable")
+        scored = [ScoredUnit(unit=units[i], probability=round(float(probs[i]), 4)) for i in order]
+        freqs, _ = self.stats.frequencies(question_terms(analysis))
+        best = self.model.answerable(question_vector(analysis, x, probs, freqs))
+        refused = best < self.threshold
+        reason = explanation = None
+        if refused:
+            reason, explanation = self._why(analysis, nodes, scored[0], x[order[0]], best)
+        return AnswerDecision(
+            refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
+            threshold=self.threshold, units=scored[:KEEP_UNITS], analysis=analysis,
+        )  # fmt: skip
+
+    def _why(
+        self,
+        analysis: QuestionAnalysis,
+        nodes: Sequence[NodeWithScore],
+        top: ScoredUnit,
+        x: np.ndarray,
+        best: float,
+    ) -> tuple[str, str]:
+        """What was missing, from the question analysis and the best unit's features."""
+        lex = self.analyzer.lexicon
+        everything = lex.normalize("\n".join(
+            str(n.node.metadata.get("title_path", "")) + "\n" + n.node.get_content() for n in nodes
+        ).lower())  # fmt: skip
+        for entity in analysis.entities:
+            if lex.normalize(entity.lower()) not in everything:
+                return "entity_missing", f"检索到的资料中没有提到“{entity}”。"
+        weights = self.stats.weights(analysis.terms)
+        missing = [
+            t for t in analysis.terms if term_credit(lex.normalize(t.lower()), everything) == 0
+        ]
+        if missing:
+            rarest = max(missing, key=lambda t: weights.get(t, 0.0))
+            top_weight = max(weights.values(), default=0.0)
+            if top_weight and weights.get(rarest, 0.0) >= 0.8 * top_weight and len(rarest) >= 2:
+                return "term_missing", f"检索到的资料中没有“{rarest}”的相关内容。"
+        head = lex.normalize(analysis.head.lower()) if analysis.head else ""
+        if len(head) >= 2 and term_credit(head, everything) == 0:
+            return (
+                "head_missing",
+                f"找到了“{_short(top.unit)}”等相关内容，但没有提到“{analysis.head}”。",
+            )
+        f = dict(zip(FEATURES, x, strict=True))
+        if analysis.expects_value and f["value_gap"] > 0 and analysis.answer_type in TYPE_WORDS:
+            subject = _short(top.unit)
+            asked = f"“{analysis.head}”的" if analysis.head else ""
+            return (
+                "value_missing",
+                f"找到了“{subject}”，但其中没有{asked}{TYPE_WORDS[analysis.answer_type]}。",
+            )
+        return (
+            "weak_evidence",
+            f"最接近的内容“{_short(top.unit)}”与问题的对应程度不足"
+            f"（匹配度 {best:.2f}，低于阈值 {self.threshold:.2f}）。",
+        )
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def _short(unit: AnswerUnit, limit: int = 24) -> str:
+    text = unit.cells[0] if unit.kind == "row" and unit.cells else unit.text
+    text = _SPACES.sub("", text)
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,148 @@
+"""AnswerModel: two fitted logistic regressions, weights as data.
+
+* the **unit model** gives every answer unit P(it answers the question) from the unit features
+  (:data:`~rag_app.answer.features.FEATURES`); the best unit leads the answer;
+* the **gate model** gives the question P(the evidence answers it) from question-level features
+  (:data:`~rag_app.answer.question_features.QUESTION_FEATURES`: the unit model's best scores, and
+  whether the evidence holds the asked head, terms, entities and values). Below the preset's
+  threshold the question is refused.
+
+The weights live in ``answer_model.json`` next to this module, written by
+``benchmarks/fit_answer_model.py`` from the dev data (a reproducible command); the file records
+what it was fitted on and the thresholds of the gate presets. Scoring is plain numpy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rag_app.answer.features import FEATURES
+from rag_app.answer.question_features import QUESTION_FEATURES
+
+DEFAULT_MODEL = Path(__file__).with_name("answer_model.json")
+PRESETS = ("strict", "balanced", "lenient")
+
+
+class LinearModel(BaseModel):
+    """P = sigmoid(coef · (x - mean) / scale + intercept) over named features."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["linear"] = "linear"
+    features: list[str]
+    mean: list[float]
+    scale: list[float]
+    coef: list[float]
+    intercept: float
+
+    @model_validator(mode="after")
+    def _check(self) -> LinearModel:
+        if not (len(self.mean) == len(self.scale) == len(self.coef) == len(self.features)):
+            raise ValueError("answer model: features, mean, scale and coef differ in length")
+        return self
+
+    def probabilities(self, x: np.ndarray, names: Sequence[str]) -> np.ndarray:
+        """Rows of ``x`` are items, columns ``names`` (a superset of this model's features)."""
+        if x.size == 0:
+            return np.zeros(len(x))
+        cols = [list(names).index(f) for f in self.features]
+        z = (x[:, cols] - np.asarray(self.mean)) / np.asarray(self.scale)
+        logits = z @ np.asarray(self.coef) + self.intercept
+        return 1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))
+
+
+class Tree(BaseModel):
+    """One regression tree as parallel arrays (node 0 is the root)."""
+
+    feature: list[int]
+    threshold: list[float]
+    left: list[int]
+    right: list[int]
+    value: list[float]
+    leaf: list[bool]
+    missing_left: list[bool]
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        out = np.empty(len(x))
+        for r, row in enumerate(x):
+            n = 0
+            while not self.leaf[n]:
+                v = row[self.feature[n]]
+                go_left = self.missing_left[n] if np.isnan(v) else v <= self.threshold[n]
+                n = self.left[n] if go_left else self.right[n]
+            out[r] = self.value[n]
+        return out
+
+
+class TreeModel(BaseModel):
+    """P = sigmoid(baseline + the sum of the trees' leaf values): gradient-boosted trees
+    (scikit-learn's HistGradientBoostingClassifier, exported to plain arrays)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["trees"] = "trees"
+    features: list[str]
+    baseline: float
+    trees: list[Tree]
+
+    def probabilities(self, x: np.ndarray, names: Sequence[str]) -> np.ndarray:
+        if x.size == 0:
+            return np.zeros(len(x))
+        cols = [list(names).index(f) for f in self.features]
+        z = x[:, cols]
+        raw = np.full(len(z), self.baseline)
+        for tree in self.trees:
+            raw += tree.predict(z)
+        return 1.0 / (1.0 + np.exp(-np.clip(raw, -40, 40)))
+
+
+class AnswerModel(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    version: str
+    unit: LinearModel
+    gate: LinearModel | TreeModel = Field(discriminator="kind")
+    thresholds: dict[str, float] = Field(
+        description="Gate presets: the gate probability below which a question is refused."
+    )
+    fitted_on: dict[str, object] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> AnswerModel:
+        unknown = [f for f in self.unit.features if f not in FEATURES]
+        unknown += [f for f in self.gate.features if f not in QUESTION_FEATURES]
+        if unknown:
+            raise ValueError(f"answer model uses features this version does not compute: {unknown}")
+        missing = [p for p in PRESETS if p not in self.thresholds]
+        if missing:
+            raise ValueError(f"answer model lacks thresholds for presets {missing}")
+        return self
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> AnswerModel:
+        target = Path(path) if path is not None else DEFAULT_MODEL
+        try:
+            return cls.model_validate(json.loads(target.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"could not load the answer model {target}: {exc}") from exc
+
+    def unit_probabilities(self, x: np.ndarray) -> np.ndarray:
+        """One probability per unit (rows of ``x``, columns :data:`FEATURES`)."""
+        return self.unit.probabilities(x, FEATURES)
+
+    def answerable(self, q: np.ndarray) -> float:
+        """P(the evidence answers the question) from a :data:`QUESTION_FEATURES` vector."""
+        return float(self.gate.probabilities(q.reshape(1, -1), QUESTION_FEATURES)[0])
+
+    def threshold(self, preset: str) -> float:
+        if preset == "off":
+            return 0.0
+        if preset not in self.thresholds:
+            raise ValueError(f"unknown gate preset {preset!r}: use strict, balanced, lenient or off")
+        return self.thresholds[preset]

@@ -1,0 +1,102 @@
+"""Question-level features: what the gate decides on.
+
+The unit model (:mod:`rag_app.answer.features`) scores each unit; the gate reads the question as a
+whole: the unit model's best scores and how well the evidence holds the question's asked head,
+terms, entities and values (a record that names the person but not the asked detail has every
+entity and no head).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from rag_app.analysis.question import QuestionAnalysis
+from rag_app.answer.features import FEATURES
+
+QUESTION_FEATURES: tuple[str, ...] = (
+    "p_best",  # the unit model's best probability
+    "p_top3",  # mean of its three best
+    "head_unit_max",
+    "head_ctx_max",
+    "cov_unit_max",
+    "cov_ctx_max",
+    "bigram_unit_max",
+    "miss_ctx_min",
+    "miss_all",
+    "entity_unit_max",
+    "entity_ctx_max",
+    "has_entity",
+    "constraint_unit_max",
+    "has_constraint",
+    "expects_value",
+    "value_top3",  # one of the three best units holds a value of the asked type
+    "dense_max",
+    "best_is_row",
+    "n_terms",  # log number of question terms
+    "head_with_entity",  # a node holds both the asked head and the question's entities
+    "head_unit_with_entity",  # a unit holds the head, in a node with the entities
+    "cov_with_entity",  # the best node coverage, times its share of the entities
+    "constraint_gap",  # the question states values (63岁) and no unit holds them all
+    "head_gap",  # the asked head is in no passage that names the entities
+    "head_unseen",  # the knowledge base never mentions the asked head
+    "unseen_terms",  # share of the question's terms the knowledge base never mentions
+)
+
+
+def question_terms(analysis: QuestionAnalysis) -> list[str]:
+    """The words whose document frequency the gate reads: the terms and the head."""
+    return list(dict.fromkeys([*analysis.terms, *([analysis.head] if analysis.head else [])]))
+
+
+def question_vector(
+    analysis: QuestionAnalysis,
+    x: np.ndarray,
+    probs: np.ndarray,
+    frequencies: dict[str, int],
+) -> np.ndarray:
+    """The question-level features the gate decides on: the unit model's best scores, how well
+    the evidence as a whole holds the question's head, terms, entities and values, and whether
+    the knowledge base mentions the asked words at all (``frequencies``: chunks holding each of
+    the question's terms and its head, :meth:`TermStatistics.frequencies`)."""
+    if not len(probs):
+        return np.zeros(len(QUESTION_FEATURES))
+    head_unseen = 1.0 if analysis.head and frequencies.get(analysis.head, 0) == 0 else 0.0
+    unseen = sum(1 for t in analysis.terms if frequencies.get(t, 0) == 0)
+    unseen_share = unseen / len(analysis.terms) if analysis.terms else 0.0
+    f = {name: x[:, i] for i, name in enumerate(FEATURES)}
+    order = np.argsort(-probs, kind="stable")
+    top3 = order[:3]
+    return np.asarray(
+        [
+            float(probs[order[0]]),
+            float(probs[top3].mean()),
+            float(f["head_unit"].max()),
+            float(f["head_ctx"].max()),
+            float(f["cov_unit"].max()),
+            float(f["cov_ctx"].max()),
+            float(f["bigram_unit"].max()),
+            float(f["miss_ctx"].min()),
+            float(f["miss_all"][0]),
+            float(f["entity_unit"].max()),
+            float(f["entity_ctx"].max()),
+            1.0 if analysis.entities else 0.0,
+            float(f["constraint_unit"].max()),
+            1.0 if analysis.constraints else 0.0,
+            1.0 if analysis.expects_value else 0.0,
+            float(f["value_unit"][top3].max()),
+            float(f["dense"].max()),
+            float(f["is_row"][order[0]]),
+            math.log1p(len(analysis.terms)) / 3.0,
+            float(np.minimum(f["head_ctx"], f["entity_ctx"]).max()),
+            float(np.minimum(f["head_unit"], f["entity_ctx"]).max()),
+            float((f["cov_ctx"] * f["entity_ctx"]).max()),
+            (1.0 - float(f["constraint_unit"].max())) if analysis.constraints else 0.0,
+            (1.0 - float(np.minimum(f["head_ctx"], f["entity_ctx"]).max()))
+            if analysis.head and len(analysis.head) >= 2
+            else 0.0,
+            head_unseen,
+            unseen_share,
+        ]
+    )

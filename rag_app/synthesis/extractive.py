@@ -1,0 +1,92 @@
+"""The extractive answer: the best answer unit first, then at most two supporting units, cited.
+
+For a table row the first line is the asked cell with its column name and the row's label
+("男性年缴保费（元）：5000（年龄：63）"), then the whole row; for a list item its lead-in comes
+with it; a lead-in ending in "：" brings the items that follow it.
+"""
+
+from __future__ import annotations
+
+from rag_app.analysis.lexicon import Lexicon
+from rag_app.analysis.question import QuestionAnalysis
+from rag_app.answer.features import term_credit
+from rag_app.answer.locator import AnswerDecision, ScoredUnit
+from rag_app.answer.units import AnswerUnit
+from rag_app.types import Citation
+
+MAX_SUPPORT = 2
+SUPPORT_SHARE = 0.5  # a supporting unit scores at least this share of the best
+SUPPORT_FLOOR = 0.3  # and at least this probability
+MAX_ITEMS = 12
+
+
+def asked_column(unit: AnswerUnit, analysis: QuestionAnalysis, lexicon: Lexicon) -> int | None:
+    """The column of a row the question asks for: the best match of the question's terms and
+    head with a column name, among the columns whose value the question does not already give."""
+    if unit.kind != "row" or not unit.header:
+        return None
+    question = lexicon.normalize(analysis.text.lower())
+    terms = [lexicon.normalize(t.lower()) for t in analysis.terms]
+    head = lexicon.normalize(analysis.head.lower()) if analysis.head else None
+    best, best_score = None, 0.0
+    for i, name in enumerate(unit.header):
+        value = unit.cells[i] if i < len(unit.cells) else ""
+        if not value or (value and lexicon.normalize(value.lower()) in question):
+            continue
+        col = lexicon.normalize(name.lower())
+        score = sum(term_credit(t, col) for t in terms) + (
+            2.0 * term_credit(head, col) if head else 0
+        )
+        if score > best_score:
+            best, best_score = i, score
+    return best
+
+
+def _row_lead(unit: AnswerUnit, column: int) -> str:
+    label = next((f"{h}：{c}" for h, c in zip(unit.header, unit.cells, strict=False) if c), "")
+    cell = f"{unit.header[column]}：{unit.cells[column]}"
+    return cell if column == 0 or not label else f"{cell}（{label}）"
+
+
+def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citation]]:
+    """Answer text with ``[n]`` markers and the cited units, best first."""
+    if not decision.units or decision.analysis is None:
+        return "", []
+    best = decision.units[0]
+    lines: list[str] = []
+    cited: list[ScoredUnit] = [best]
+    unit = best.unit
+    column = asked_column(unit, decision.analysis, lexicon)
+    if column is not None:
+        lines.append(f"{_row_lead(unit, column)} [{unit.source}]")
+        lines.append(f"{unit.text} [{unit.source}]")
+    elif unit.kind == "item" and unit.context and unit.context not in unit.text:
+        lines.append(f"{unit.text} [{unit.source}]（{unit.context}）")
+    else:
+        lines.append(f"{unit.text} [{unit.source}]")
+    if unit.text.rstrip("*").rstrip().endswith(("：", ":")):
+        items = sorted(
+            (s for s in decision.units if s.unit.source == unit.source and s.unit.kind == "item"
+             and s.unit.context and unit.text.rstrip() in s.unit.context),
+            key=lambda s: s.unit.index,
+        )[:MAX_ITEMS]  # fmt: skip
+        for s in items:
+            lines.append(f"{s.unit.text} [{s.unit.source}]")
+            cited.append(s)
+    support = 0
+    for s in decision.units[1:]:
+        if support >= MAX_SUPPORT or s.probability < SUPPORT_SHARE * best.probability:
+            break
+        if s in cited or s.probability < SUPPORT_FLOOR:
+            continue
+        if any(s.unit.text == c.unit.text for c in cited):
+            continue
+        lines.append(f"{s.unit.text} [{s.unit.source}]")
+        cited.append(s)
+        support += 1
+    citations = [
+        Citation(source=s.unit.source, kind=s.unit.kind, text=s.unit.text, start=s.unit.start,
+                 end=s.unit.end, probability=s.probability)
+        for s in cited
+    ]  # fmt: skip
+    return "\n".join(lines), citations

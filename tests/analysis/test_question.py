@@ -1,0 +1,102 @@
+"""Question analysis on general phrasings (not any evaluation set's templates)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_app.analysis import Lexicon, QuestionAnalyzer
+
+
+@pytest.fixture(scope="module")
+def analyzer() -> QuestionAnalyzer:
+    return QuestionAnalyzer()
+
+
+@pytest.mark.parametrize(
+    ("question", "answer_type"),
+    [
+        ("密码要多长时间换一次？", "duration"),
+        ("快递一般几天能到？", "duration"),
+        ("这座桥是哪一年建成的？", "date"),
+        ("会议什么时候开始？", "date"),
+        ("一张门票多少钱？", "money"),
+        ("合格率是百分之多少？", "ratio"),
+        ("这个班有多少名学生？", "number"),
+        ("这部小说的作者是谁？", "person"),
+        ("这款手机是哪家公司生产的？", "organization"),
+        ("总部设在哪里？", "place"),
+        ("为什么天空是蓝色的？", "reason"),
+        ("忘记密码了怎么办？", "method"),
+        ("年假期间可以做哪些事？", "list"),
+        ("试用期员工能不能请年假？", "yes_no"),
+        ("什么是等待期？", "definition"),
+        ("他的职业是什么？", "what"),
+        ("请介绍一下公司", "other"),
+    ],
+)
+def test_answer_type_from_the_question_word(
+    analyzer: QuestionAnalyzer, question: str, answer_type: str
+) -> None:
+    assert analyzer(question).answer_type == answer_type
+
+
+def test_the_more_specific_question_word_wins(analyzer: QuestionAnalyzer) -> None:
+    # "多少天" is a duration even though "多少" alone asks for a number
+    assert analyzer("等待期是多少天？").answer_type == "duration"
+    # "为什么" is a reason although it contains "什么"
+    assert analyzer("为什么要备份数据？").answer_type == "reason"
+
+
+def test_a_value_in_the_question_is_a_constraint_not_an_entity(analyzer: QuestionAnalyzer) -> None:
+    a = analyzer("单笔报销金额5000元需要谁审批？")
+    assert a.answer_type == "person"
+    assert "5000元" in a.constraints
+    assert not any("5000" in e for e in a.entities)
+    b = analyzer("63岁男性每年要交多少保费？")
+    assert "63岁" in b.constraints and b.answer_type == "money"
+
+
+def test_terms_leave_out_question_words_and_function_words(analyzer: QuestionAnalyzer) -> None:
+    a = analyzer("请问密码要多长时间换一次？")
+    assert "密码" in a.terms
+    assert not {"请问", "多长", "时间", "多长时间"} & set(a.terms)
+
+
+def test_entities_quoted_titles_and_latin_names(analyzer: QuestionAnalyzer) -> None:
+    a = analyzer("《劳动合同法》对试用期有什么规定？")
+    assert "劳动合同法" in a.entities
+    b = analyzer("Kubernetes 的默认端口是多少？")
+    assert "Kubernetes" in b.entities
+
+
+def test_head_is_the_asked_thing(analyzer: QuestionAnalyzer) -> None:
+    assert analyzer("保费是多少？").head == "保费"
+    assert analyzer("每年交多少保费？").head == "保费"
+
+
+def test_article_labels_are_canonical(analyzer: QuestionAnalyzer) -> None:
+    assert analyzer("第三十三条规定了什么？").labels == ["第33条"]
+
+
+def test_a_lexicon_of_ones_own(tmp_path: Path) -> None:
+    data = json.loads(Path("rag_app/analysis/lexicon.json").read_text(encoding="utf-8"))
+    data["answer_types"].insert(0, {"type": "duration", "cues": ["几时完工"]})
+    path = tmp_path / "lexicon.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    assert QuestionAnalyzer(Lexicon.load(path))("大楼几时完工？").answer_type == "duration"
+
+
+def test_a_broken_lexicon_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "lexicon.json"
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="lexicon"):
+        Lexicon.load(path)
+
+
+def test_normalize_maps_spelling_variants() -> None:
+    lex = Lexicon.load()
+    assert lex.normalize("年缴保费") == lex.normalize("年交保费")
+    assert lex.normalize("180天") == lex.normalize("180日")

@@ -1,0 +1,68 @@
+"""The answer step through kb.ask: decisions, refusals with reasons and closest sources, threads."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from rag_app.types import REFUSAL
+
+ANSWERABLE = {
+    "密码要多长时间换一次？": "90天",  # worded unlike the rule ("每90天至少更换一次")
+    "重疾险的等待期是多少天？": "90日",
+    "出差到一类城市，住宿费每晚最多能报销多少元？": "600",
+}
+UNANSWERABLE = [
+    "公司食堂几点开饭？",
+    "信息安全管理制度规定的机房温度标准是多少？",
+]
+
+
+def test_answerable_questions_lead_with_the_answer(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    for question, expected in ANSWERABLE.items():
+        answer = sample_kb.ask(question)
+        assert not answer.refused, (question, answer.reason, answer.explanation)
+        assert expected in answer.answer.splitlines()[0], (question, answer.answer)
+        assert answer.citations and answer.citations[0].source >= 1
+        cited = answer.sources[answer.citations[0].source - 1]
+        assert answer.citations[0].text.replace(" ", "")[:6] in cited.text.replace(" ", "")
+        assert 0 < answer.confidence <= 1
+
+
+def test_refusals_say_why_and_return_the_closest_sources(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    for question in UNANSWERABLE:
+        answer = sample_kb.ask(question)
+        assert answer.refused and answer.answer == REFUSAL, (question, answer.answer)
+        assert answer.reason and answer.explanation and len(answer.explanation) > 6
+        assert answer.sources and len(answer.sources) <= 3  # the closest sources
+        assert not answer.citations
+
+
+def test_out_of_scope_gold_document_makes_a_near_miss(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    question = "出差到一类城市，住宿费每晚最多能报销多少元？"
+    gold = [d.doc_id for d in sample_kb.documents() if "差旅" in d.source]
+    others = [d.doc_id for d in sample_kb.documents() if d.doc_id not in gold]
+    assert not sample_kb.ask(question).refused
+    assert sample_kb.ask(question, doc_ids=others).refused
+
+
+def test_the_same_decision_from_several_threads(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    questions = [*ANSWERABLE, *UNANSWERABLE] * 3
+    alone = {q: sample_kb.ask(q) for q in dict.fromkeys(questions)}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(sample_kb.ask, questions))
+    for q, a in zip(questions, together, strict=True):
+        assert (a.refused, a.answer, a.confidence) == (
+            alone[q].refused,
+            alone[q].answer,
+            alone[q].confidence,
+        )
+
+
+def test_gate_off_answers_everything(sample_kb, embed_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from rag_app import KnowledgeBase
+
+    kb = KnowledgeBase.open(sample_kb.path, embed_model=embed_model, gate="off")
+    try:
+        assert not kb.ask("公司食堂几点开饭？").refused
+    finally:
+        kb.close()

@@ -1,0 +1,95 @@
+"""Each feature of the answer locator on hand-made units."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from rag_app.analysis import QuestionAnalyzer
+from rag_app.answer.features import FEATURES, FeatureExtractor, term_credit, weighted_coverage
+from rag_app.answer.units import evidence_units
+
+ANALYZER = QuestionAnalyzer()
+
+
+def features(question: str, texts: list[str], embed=None) -> tuple[list[str], np.ndarray]:  # type: ignore[no-untyped-def]
+    nodes = [NodeWithScore(node=TextNode(text=t, metadata={"title_path": ""})) for t in texts]
+    analysis = ANALYZER(question)
+    units = evidence_units(nodes)
+    weights = dict.fromkeys(analysis.terms, 1.0)
+    x = FeatureExtractor(ANALYZER.lexicon, embed).matrix(analysis, weights, units, nodes)
+    return [u.text for u in units], x
+
+
+def col(x: np.ndarray, name: str) -> np.ndarray:
+    return x[:, FEATURES.index(name)]
+
+
+def test_term_credit_is_fuzzy_but_not_free() -> None:
+    assert term_credit("等待期", "等待期为180日") == 1.0
+    assert 0 < term_credit("等待期", "等待的期间") < 1.0
+    assert term_credit("等待期", "保险金额") == 0.0
+    assert weighted_coverage({"密码": 3.0, "食堂": 1.0}, "密码每90天更换") == pytest.approx(0.75)
+
+
+def test_coverage_prefers_the_unit_with_the_question_words() -> None:
+    texts, x = features("等待期是多少天？", ["等待期为180日。保险期间为终身。"])
+    assert texts == ["等待期为180日。", "保险期间为终身。"]
+    assert col(x, "cov_unit")[0] > col(x, "cov_unit")[1]
+    assert col(x, "bigram_unit")[0] > col(x, "bigram_unit")[1]
+
+
+def test_spelling_variants_match() -> None:
+    _, x = features("年缴保费是多少？", ["年交保费为710元。"])
+    assert col(x, "cov_unit")[0] == pytest.approx(1.0)
+
+
+def test_value_of_the_asked_type() -> None:
+    _, x = features("密码要多长时间换一次？", ["密码每90天更换一次。", "密码不得告诉他人。"])
+    assert col(x, "expects_value").tolist() == [1.0, 1.0]
+    assert col(x, "value_unit").tolist() == [1.0, 0.0]
+    assert col(x, "value_gap").tolist() == [0.0, 1.0]
+    _, y = features("这座桥是哪一年建成的？", ["大桥于1957年建成通车。"])
+    assert col(y, "value_unit")[0] == 1.0
+    _, z = features("这部小说的作者是谁？", ["小说共有三卷。"])
+    assert col(z, "value_unit")[0] == 0.0
+
+
+def test_a_missing_question_term_is_seen() -> None:
+    _, x = features("公司食堂几点开门？", ["公司前台九点开门。"])
+    assert col(x, "miss_ctx")[0] > 0 and col(x, "miss_all")[0] > 0
+    _, y = features("公司前台几点开门？", ["公司前台九点开门。"])
+    assert col(y, "miss_ctx")[0] == 0
+
+
+def test_constraint_values_must_match() -> None:
+    texts, x = features(
+        "63岁男性的保费是多少？", ["| 年龄 | 保费 |\n|---|---|\n| 30 | 710 |\n| 63 | 2586 |"]
+    )
+    assert texts == ["年龄：30，保费：710", "年龄：63，保费：2586"]
+    assert col(x, "constraint_unit").tolist() == [0.0, 1.0]
+    assert col(x, "is_row").tolist() == [1.0, 1.0]
+    assert col(x, "column")[0] > 0  # the column 保费 is asked
+
+
+def test_entities_in_the_unit_and_in_its_node() -> None:
+    _, x = features("《劳动合同法》规定的试用期多长？", ["《劳动合同法》第十九条。试用期最长六个月。"])
+    assert col(x, "has_entity")[0] == 1.0
+    assert col(x, "entity_unit").tolist() == [1.0, 0.0]
+    assert col(x, "entity_ctx").tolist() == [1.0, 1.0]
+
+
+def test_dense_similarity_uses_the_embedder() -> None:
+    def embed(question: str, texts: list[str]) -> list[float]:
+        return [0.9 if "更换" in t else 0.1 for t in texts]
+
+    _, x = features("密码多久换？", ["密码每90天更换一次。", "账号不得共用。"], embed)
+    assert col(x, "dense").tolist() == [0.9, 0.1]
+    assert col(x, "dense_gap").tolist() == [0.0, pytest.approx(-0.8)]
+
+
+def test_position_features() -> None:
+    _, x = features("问题？", ["第一句。第二句。", "另一段。"])
+    assert col(x, "rank").tolist() == [1.0, 1.0, 0.5]
+    assert col(x, "first_in_node").tolist() == [1.0, 0.0, 1.0]

@@ -1,0 +1,64 @@
+"""The extractive answer: best unit first (a table's asked cell), then support, each cited."""
+
+from __future__ import annotations
+
+from rag_app.analysis import QuestionAnalyzer
+from rag_app.answer.locator import AnswerDecision, ScoredUnit
+from rag_app.answer.units import split_units
+from rag_app.synthesis.extractive import compose
+
+ANALYZER = QuestionAnalyzer()
+TABLE = """| 投保年龄 | 男性年缴保费（元） | 女性年缴保费（元） |
+|---|---|---|
+| 30 | 710 | 615 |
+| 45 | 1200 | 1010 |
+"""
+POLICY = """第十条 员工应当遵守以下密码要求：
+（一）密码长度不少于12位；
+（二）密码每90天至少更换一次。
+共享账号密码每30天更换一次。
+"""
+
+
+def decision(question: str, text: str, probs: list[float]) -> AnswerDecision:
+    units = split_units(text, 1)
+    scored = sorted(
+        (ScoredUnit(unit=u, probability=p) for u, p in zip(units, probs, strict=True)),
+        key=lambda s: -s.probability,
+    )
+    return AnswerDecision(refused=False, best=scored[0].probability, threshold=0.5,
+                          units=scored, analysis=ANALYZER(question))  # fmt: skip
+
+
+def test_a_table_answer_leads_with_the_asked_cell_and_its_row() -> None:
+    d = decision("30岁女性每年交多少保费？", TABLE, [0.9, 0.2])
+    text, cited = compose(d, ANALYZER.lexicon)
+    first = text.splitlines()[0]
+    assert first.startswith("女性年缴保费（元）：615") and "投保年龄：30" in first
+    assert first.endswith("[1]") and cited[0].kind == "row"
+
+
+def test_the_best_unit_comes_first_and_support_is_bounded() -> None:
+    d = decision("共享账号密码多久换一次？", POLICY, [0.3, 0.2, 0.6, 0.95])
+    text, cited = compose(d, ANALYZER.lexicon)
+    lines = text.splitlines()
+    assert lines[0] == "共享账号密码每30天更换一次。 [1]"
+    assert len(lines) <= 3 and all(line.rstrip().endswith("]") or "（" in line for line in lines)
+    assert [c.text for c in cited][0] == "共享账号密码每30天更换一次。"
+    assert all(c.start < c.end for c in cited)
+
+
+def test_a_lead_in_brings_its_items() -> None:
+    d = decision("员工应当遵守哪些密码要求？", POLICY, [0.9, 0.1, 0.1, 0.05])
+    text, _ = compose(d, ANALYZER.lexicon)
+    assert text.splitlines()[:3] == [
+        "第十条 员工应当遵守以下密码要求： [1]",
+        "（一）密码长度不少于12位； [1]",
+        "（二）密码每90天至少更换一次。 [1]",
+    ]
+
+
+def test_an_item_answer_shows_its_lead_in() -> None:
+    d = decision("密码多久更换一次？", POLICY, [0.2, 0.3, 0.9, 0.1])
+    first = compose(d, ANALYZER.lexicon)[0].splitlines()[0]
+    assert first.startswith("（二）密码每90天至少更换一次。 [1]") and "密码要求" in first
