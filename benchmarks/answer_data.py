@@ -46,7 +46,10 @@ def collect(name: str, limit: int | None) -> None:
         if not item.question.strip():
             continue
         if key not in data:
-            data[key] = {"half": dev_half(name, item.id), "nodes": evidence(kb, item.question, None)}
+            data[key] = {
+                "half": dev_half(name, item.id),
+                "nodes": evidence(kb, item.question, None),
+            }
         gold = {by_path[g] for g in item.gold_docs if g in by_path}
         cap = NEAR_MISS_PER_HALF.get(name)
         h = dev_half(name, item.id)

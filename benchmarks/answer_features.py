@@ -140,7 +140,9 @@ def feature_version() -> str:
 
 def _zero(names: list[str]) -> LinearModel:
     n = len(names)
-    return LinearModel(features=names, mean=[0.0] * n, scale=[1.0] * n, coef=[0.0] * n, intercept=0.0)
+    return LinearModel(
+        features=names, mean=[0.0] * n, scale=[1.0] * n, coef=[0.0] * n, intercept=0.0
+    )
 
 
 def dummy_model() -> AnswerModel:
@@ -206,6 +208,8 @@ def examples(name: str, *, refresh: bool = False) -> list[Example]:
             embed.save()
     embed.save()
     kb.close()
+    for e in out:
+        e.half = dev_half(name, e.qid)
     out_path.write_bytes(pickle.dumps(out))
     print(json.dumps({"dataset": name, "examples": len(out), "version": version}))
     return out

@@ -15,7 +15,6 @@ import random
 from typing import Any
 
 import numpy as np
-
 from answer_features import (
     CACHE,
     EmbedCache,

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,9 +47,19 @@ GATE_FEATURES = [
     "p_best", "miss_all", "entity_ctx_max", "cov_ctx_max", "head_with_entity", "dense_max",
     "has_entity", "miss_ctx_min",
 ]  # fmt: skip
+UNIT_SIGNS = {
+    "cov_unit": 1, "cov_ctx": 1, "cov_heading": 1, "bigram_unit": 1, "bigram_ctx": 1,
+    "miss_ctx": -1, "miss_all": -1, "head_unit": 1, "head_ctx": 1, "focus_unit": 1,
+    "focus_ctx": 1, "entity_unit": 1, "entity_ctx": 1, "has_entity": 0, "constraint_unit": 1,
+    "constraint_ctx": 1, "expects_value": 0, "value_unit": 1, "value_gap": -1, "dense": 1,
+    "dense_gap": 1, "rank": 1, "first_in_node": 0, "phrase_unit": 1, "phrase_ctx": 1, "column": 1,
+}  # fmt: skip
+GATE_KIND = os.environ.get("GATE_KIND", "trees")  # trees (monotone boosted) | signed (logistic)
 GATE_SIGNS = {
     "p_best": 1, "p_top3": 1, "miss_all": -1, "miss_ctx_min": -1, "entity_ctx_max": 1,
     "cov_ctx_max": 1, "head_with_entity": 1, "dense_max": 1, "constraint_gap": -1, "head_gap": -1,
+    "phrase_unit_max": 1, "phrase_with_entity": 1, "asks_fact": 0, "expects_value": 0,
+    "phrase_term_missing": -1, "rarest_phrase_missing": -1, "rarest_focus_missing": -1,
 }  # fmt: skip
 GATE_TREES = {"max_iter": 100, "max_depth": 3, "learning_rate": 0.1, "min_samples_leaf": 50,
               "l2_regularization": 1.0}  # fmt: skip
@@ -91,13 +103,16 @@ def logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: list[str]) -> L
     )  # fmt: skip
 
 
-def signed_logistic(q: np.ndarray, y: np.ndarray, w: np.ndarray, signs: dict[str, int]) -> LinearModel:
-    """Logistic regression whose coefficients keep the given signs (more evidence never lowers
-    the answerability): L2-regularised, fitted with L-BFGS-B under bounds."""
+def signed_logistic(
+    q: np.ndarray, y: np.ndarray, w: np.ndarray, signs: dict[str, int], columns: Sequence[str]
+) -> LinearModel:
+    """Logistic regression whose coefficients keep the given signs (+1: more of it never lowers
+    the probability, -1: never raises it, 0: free): L2-regularised, L-BFGS-B under bounds. The
+    signs keep a feature from standing in for another's domain quirks with the wrong sign."""
     from scipy.optimize import minimize
 
     names = list(signs)
-    cols = [QUESTION_FEATURES.index(n) for n in names]
+    cols = [list(columns).index(n) for n in names]
     x = q[:, cols]
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale < 1e-9] = 1.0
@@ -112,7 +127,8 @@ def signed_logistic(q: np.ndarray, y: np.ndarray, w: np.ndarray, signs: dict[str
         grad[:-1] += theta[:-1] / C
         return ll + reg, grad
 
-    bounds = [(0, None) if signs[n] > 0 else (None, 0) for n in names] + [(None, None)]
+    bounds = [(0, None) if signs[n] > 0 else (None, 0) if signs[n] < 0 else (None, None)
+              for n in names] + [(None, None)]  # fmt: skip
     res = minimize(loss, np.zeros(len(names) + 1), jac=True, method="L-BFGS-B", bounds=bounds)
     return LinearModel(features=names, mean=mean.tolist(), scale=scale.tolist(),
                        coef=res.x[:-1].tolist(), intercept=float(res.x[-1]))  # fmt: skip
@@ -123,7 +139,9 @@ def boosted(q: np.ndarray, y: np.ndarray, w: np.ndarray, names: list[str]) -> Tr
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     cols = [QUESTION_FEATURES.index(n) for n in names]
-    clf = HistGradientBoostingClassifier(random_state=0, **GATE_TREES)
+    clf = HistGradientBoostingClassifier(
+        random_state=0, monotonic_cst=[GATE_SIGNS.get(n, 0) for n in names], **GATE_TREES
+    )
     clf.fit(q[:, cols], y, sample_weight=w)
     trees = []
     for (predictor,) in clf._predictors:
@@ -151,7 +169,7 @@ def question_rows(unit: LinearModel, rows: list[Example]) -> np.ndarray:
     out = []
     for e in rows:
         probs = unit.probabilities(e.x, FEATURES) if len(e.y) else np.zeros(0)
-        out.append(question_vector(e.analysis, e.x, probs, e.frequencies))
+        out.append(question_vector(e.analysis, e.x, probs, e.frequencies, e.texts))
     return np.vstack(out) if out else np.zeros((0, len(QUESTION_FEATURES)))
 
 
@@ -168,7 +186,7 @@ def fit(rows: list[Example]) -> Fitted:
     unit in the evidence vs unanswerable and near misses), each domain and kind of question
     (answerable, unanswerable, near miss) weighing the same in total; thresholds per preset."""
     x, y, w = design([e for e in rows if e.dataset in UNIT_DATASETS] or rows)
-    unit = logistic(x, y, w, list(FEATURES))
+    unit = signed_logistic(x, y, w, UNIT_SIGNS, FEATURES)
     usable = [e for e in rows if len(e.y) and (e.kind, e.dataset) not in NOISY_NEGATIVES]
     q = question_rows(unit, usable)
     labels = np.array([1 if e.kind == "answerable" else 0 for e in usable])
@@ -176,7 +194,12 @@ def fit(rows: list[Example]) -> Fitted:
     for e in usable:
         groups[(e.dataset, e.kind)] += 1
     weights = np.array([1.0 / groups[(e.dataset, e.kind)] for e in usable])
-    gate = signed_logistic(q, labels, weights * len(usable) / weights.sum(), GATE_SIGNS)
+    w = weights * len(usable) / weights.sum()
+    gate: LinearModel | TreeModel
+    if GATE_KIND == "trees":
+        gate = boosted(q, labels, w, list(GATE_SIGNS))
+    else:
+        gate = signed_logistic(q, labels, w, GATE_SIGNS, QUESTION_FEATURES)
     fitted = Fitted(unit, gate, {})
     fitted.thresholds = thresholds(fitted, rows)
     return fitted
@@ -220,7 +243,9 @@ def measure(fitted: Fitted, thr: float, rows: list[Example]) -> dict[str, Any]:
                 for e in spans]  # fmt: skip
         out["first_line_span"] = round(float(np.mean(hits)), 4)
     if ans:
-        out["best_unit_is_answer"] = round(float(np.mean([bool(e.y[best_unit(fitted, e)]) for e in ans])), 4)
+        out["best_unit_is_answer"] = round(
+            float(np.mean([bool(e.y[best_unit(fitted, e)]) for e in ans])), 4
+        )
     return out
 
 
@@ -249,7 +274,10 @@ def main() -> None:
         for col, vals in row.items():
             print(f"  {col:22s} {json.dumps(vals, ensure_ascii=False)}")
     print("thresholds", thr)
-    print("unit", {f: round(c, 3) for f, c in zip(FEATURES, fitted.unit.coef, strict=True)})
+    print(
+        "unit",
+        {f: round(c, 3) for f, c in zip(fitted.unit.features, fitted.unit.coef, strict=True)},
+    )
     model = {
         "version": f"lr-gbt-{feature_version()}",
         "unit": fitted.unit.model_dump(),

@@ -247,7 +247,9 @@ def ask(
     out.print(f"[bold]Q:[/bold] {question}")
     if answer.refused:
         out.print(f"[bold yellow]{answer.answer}[/bold yellow]")
-        out.print(f"[yellow]{answer.explanation or ''}[/yellow] [dim](reason: {answer.reason})[/dim]")
+        out.print(
+            f"[yellow]{answer.explanation or ''}[/yellow] [dim](reason: {answer.reason})[/dim]"
+        )
     else:
         out.print(answer.answer)
     if answer.sources:

@@ -45,6 +45,11 @@ class QuestionAnalysis(BaseModel):
         description="Terms of the clause that asks (not a scope clause such as '根据…，'), "
         "other than the entities: what the answer must be about.",
     )
+    phrase: list[str] = Field(
+        default_factory=list,
+        description="Terms of the asked phrase, the content words around the head "
+        "('机房温度标准是多少' -> 机房, 温度, 标准): one answer unit should hold them together.",
+    )
     labels: list[str] = Field(default_factory=list, description="第X条 labels, canonical.")
 
     @property
@@ -100,7 +105,7 @@ class QuestionAnalyzer:
         terms = [
             t for t in query_tokens(_blank_cues(question, cues)) if not lex.is_function_word(t)
         ]
-        head = self._head(question, words, chosen) if chosen else None
+        head, phrase = self._head(question, words, chosen) if chosen else (None, "")
         focus = self._focus(question, chosen, terms, entities)
         return QuestionAnalysis(
             text=question,
@@ -111,6 +116,7 @@ class QuestionAnalyzer:
             constraints=constraints,
             terms=terms,
             focus=focus,
+            phrase=[t for t in terms if t in phrase.lower()],
             labels=label_tokens(question),
         )
 
@@ -137,28 +143,45 @@ class QuestionAnalyzer:
     ) -> list[str]:
         at = cue[0] if cue else len(question)
         start = max(question.rfind(m, 0, at) for m in _CLAUSE_MARKS) + 1
-        end = min((i for i in (question.find(m, at) for m in _CLAUSE_MARKS) if i >= 0), default=len(question))
+        end = min(
+            (i for i in (question.find(m, at) for m in _CLAUSE_MARKS) if i >= 0),
+            default=len(question),
+        )
         clause = question[start:end].lower()
         return [t for t in terms if t in clause and not any(t in e.lower() for e in entities)]
 
     def _head(
         self, question: str, words: list[tuple[str, str]], cue: tuple[int, int, str, str]
-    ) -> str | None:
+    ) -> tuple[str | None, str]:
         """The content word right after the cue ("多少保费"), else the nearest one before it
-        ("等待期是多少天")."""
+        ("等待期是多少天"); and the asked phrase: the run of content words it ends or starts
+        ("机房温度标准是多少" -> 机房温度标准, "Redis的版本要求" -> 版本要求)."""
         start, end = cue[0], cue[1]
         spans, pos = [], 0
         for word, flag in words:
             spans.append((pos, pos + len(word), word, flag))
             pos += len(word)
-        after = [s for s in spans if s[0] >= end and s[0] - end <= 1]
-        for s in after[:1]:
-            if s[3].startswith(_CONTENT_FLAGS) and not self.lexicon.is_function_word(s[2]):
-                return s[2]
-        for s in reversed([s for s in spans if s[1] <= start]):
-            if s[3].startswith(_CONTENT_FLAGS) and not self.lexicon.is_function_word(s[2]):
-                return s[2]
-        return None
+
+        def content(i: int) -> bool:
+            word, flag = spans[i][2], spans[i][3]
+            return flag.startswith(_CONTENT_FLAGS) and not self.lexicon.is_function_word(word)
+
+        def run(i: int, step: int) -> str:
+            j = i
+            while 0 <= j + step < len(spans) and content(j + step):
+                j += step
+            lo, hi = min(i, j), max(i, j)
+            return "".join(spans[k][2] for k in range(lo, hi + 1))
+
+        for i, s in enumerate(spans):
+            if s[0] >= end and s[0] - end <= 1:
+                if content(i):
+                    return s[2], run(i, 1)
+                break
+        for i in range(len(spans) - 1, -1, -1):
+            if spans[i][1] <= start and content(i):
+                return spans[i][2], run(i, -1)
+        return None, ""
 
 
 def _blank_cues(question: str, cues: list[tuple[int, int, str, str]]) -> str:

@@ -30,6 +30,8 @@ FEATURES: tuple[str, ...] = (
     "miss_all",  # ... missing from all the evidence
     "head_unit",  # the asked head is in the unit (as written, up to spelling variants)
     "head_ctx",  # ... in the node
+    "phrase_unit",  # IDF-weighted coverage of the asked phrase's terms (机房温度标准) in the unit
+    "phrase_ctx",  # ... in the node
     "focus_unit",  # IDF-weighted coverage of the asking clause's terms but the entities
     "focus_ctx",  # ... in the node
     "entity_unit",  # share of the question's entities in the unit (1 when it names none)
@@ -129,6 +131,7 @@ class FeatureExtractor:
         q_bigrams = bigrams(_norm(lex, analysis.text))
         head = _norm(lex, analysis.head) if analysis.head else None
         fw = {k: v for k, v in w.items() if k in {_norm(lex, t) for t in analysis.focus}}
+        pw = {k: v for k, v in w.items() if k in {_norm(lex, t) for t in analysis.phrase}}
         entities = [_norm(lex, e) for e in analysis.entities]
         ctx_texts = []
         for node in nodes:
@@ -148,6 +151,7 @@ class FeatureExtractor:
                     len(q_bigrams & bigrams(ctx)) / len(q_bigrams) if q_bigrams else 0.0,
                     max((w[t] for t in missing), default=0.0) / wmax,
                     (1.0 if head in ctx else 0.0) if head else 1.0,
+                    weighted_coverage(pw, ctx) if pw else 1.0,
                     weighted_coverage(fw, ctx) if fw else 1.0,
                     _share(entities, ctx),
                     _numbers_in(analysis.constraints, ctx),
@@ -158,9 +162,17 @@ class FeatureExtractor:
         rows = []
         texts = [_norm(lex, u.scoring_text) for u in units]
         for u, text in zip(units, texts, strict=True):
-            cov_ctx, cov_head, bg_ctx, miss_ctx, head_ctx, focus_ctx, ent_ctx, con_ctx = node_stats[
-                u.source - 1
-            ]
+            (
+                cov_ctx,
+                cov_head,
+                bg_ctx,
+                miss_ctx,
+                head_ctx,
+                phrase_ctx,
+                focus_ctx,
+                ent_ctx,
+                con_ctx,
+            ) = node_stats[u.source - 1]
             has_value = bool(value.search(u.text)) if value is not None else False
             if u.kind == "row" and analysis.answer_type in ("number", "money", "ratio", "duration"):
                 has_value = has_value or any(c.isdigit() for c in u.text)
@@ -176,6 +188,8 @@ class FeatureExtractor:
                     miss_all,
                     (1.0 if head in text else 0.0) if head else 1.0,
                     head_ctx,
+                    weighted_coverage(pw, text) if pw else 1.0,
+                    phrase_ctx,
                     weighted_coverage(fw, text) if fw else 1.0,
                     focus_ctx,
                     _share(entities, text),

@@ -115,7 +115,9 @@ class AnswerLocator:
         order = np.argsort(-probs, kind="stable")
         scored = [ScoredUnit(unit=units[i], probability=round(float(probs[i]), 4)) for i in order]
         freqs, _ = self.stats.frequencies(question_terms(analysis))
-        best = self.model.answerable(question_vector(analysis, x, probs, freqs))
+        best = self.model.answerable(
+            question_vector(analysis, x, probs, freqs, [u.text for u in units])
+        )
         refused = best < self.threshold
         reason = explanation = None
         if refused:
@@ -143,13 +145,12 @@ class AnswerLocator:
                 return "entity_missing", f"检索到的资料中没有提到“{entity}”。"
         weights = self.stats.weights(analysis.terms)
         missing = [
-            t for t in analysis.terms if term_credit(lex.normalize(t.lower()), everything) == 0
+            t for t in analysis.terms if len(t) >= 2 and lex.normalize(t.lower()) not in everything
         ]
-        if missing:
-            rarest = max(missing, key=lambda t: weights.get(t, 0.0))
-            top_weight = max(weights.values(), default=0.0)
-            if top_weight and weights.get(rarest, 0.0) >= 0.8 * top_weight and len(rarest) >= 2:
-                return "term_missing", f"检索到的资料中没有“{rarest}”的相关内容。"
+        asked = [t for t in missing if t in analysis.phrase or t in analysis.focus]
+        if asked or missing:  # the rarest word of what is asked, else of the question
+            rarest = max(asked or missing, key=lambda t: weights.get(t, 0.0))
+            return "term_missing", f"检索到的资料中没有“{rarest}”的相关内容。"
         head = lex.normalize(analysis.head.lower()) if analysis.head else ""
         if len(head) >= 2 and term_credit(head, everything) == 0:
             return (

@@ -144,5 +144,7 @@ class AnswerModel(BaseModel):
         if preset == "off":
             return 0.0
         if preset not in self.thresholds:
-            raise ValueError(f"unknown gate preset {preset!r}: use strict, balanced, lenient or off")
+            raise ValueError(
+                f"unknown gate preset {preset!r}: use strict, balanced, lenient or off"
+            )
         return self.thresholds[preset]

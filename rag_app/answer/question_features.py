@@ -9,11 +9,14 @@ entity and no head).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-from rag_app.analysis.question import QuestionAnalysis
+from rag_app.analysis.question import VALUE_TYPES, QuestionAnalysis
 from rag_app.answer.features import FEATURES
+
+FACT_TYPES = (*VALUE_TYPES, "what", "definition", "list")
 
 QUESTION_FEATURES: tuple[str, ...] = (
     "p_best",  # the unit model's best probability
@@ -38,6 +41,12 @@ QUESTION_FEATURES: tuple[str, ...] = (
     "head_with_entity",  # a node holds both the asked head and the question's entities
     "head_unit_with_entity",  # a unit holds the head, in a node with the entities
     "cov_with_entity",  # the best node coverage, times its share of the entities
+    "phrase_unit_max",  # one unit holds the asked phrase's terms (机房温度标准)
+    "phrase_with_entity",  # a node holds the asked phrase and the question's entities
+    "asks_fact",  # asks for a value, a name or a thing (not how, why or whether)
+    "phrase_term_missing",  # share of the asked phrase's weight in no passage
+    "rarest_phrase_missing",  # the asked phrase's rarest term (fewest chunks) is in no unit
+    "rarest_focus_missing",  # the asking clause's rarest term is in no unit
     "constraint_gap",  # the question states values (63岁) and no unit holds them all
     "head_gap",  # the asked head is in no passage that names the entities
     "head_unseen",  # the knowledge base never mentions the asked head
@@ -50,18 +59,31 @@ def question_terms(analysis: QuestionAnalysis) -> list[str]:
     return list(dict.fromkeys([*analysis.terms, *([analysis.head] if analysis.head else [])]))
 
 
+def _rarest_missing(terms: Sequence[str], frequencies: dict[str, int], evidence: str) -> float:
+    """1 when the rarest of ``terms`` in the knowledge base (ties: the longest) is not in
+    ``evidence``; 0 when it is or there are no terms."""
+    words = [t for t in terms if len(t) >= 2] or list(terms)
+    if not words:
+        return 0.0
+    rarest = min(words, key=lambda t: (frequencies.get(t, 0), -len(t)))
+    return 0.0 if rarest.lower() in evidence else 1.0
+
+
 def question_vector(
     analysis: QuestionAnalysis,
     x: np.ndarray,
     probs: np.ndarray,
     frequencies: dict[str, int],
+    texts: Sequence[str] = (),
 ) -> np.ndarray:
     """The question-level features the gate decides on: the unit model's best scores, how well
     the evidence as a whole holds the question's head, terms, entities and values, and whether
     the knowledge base mentions the asked words at all (``frequencies``: chunks holding each of
-    the question's terms and its head, :meth:`TermStatistics.frequencies`)."""
+    the question's terms and its head, :meth:`TermStatistics.frequencies`; ``texts``: the
+    units' texts)."""
     if not len(probs):
         return np.zeros(len(QUESTION_FEATURES))
+    evidence = "\n".join(texts).lower()
     head_unseen = 1.0 if analysis.head and frequencies.get(analysis.head, 0) == 0 else 0.0
     unseen = sum(1 for t in analysis.terms if frequencies.get(t, 0) == 0)
     unseen_share = unseen / len(analysis.terms) if analysis.terms else 0.0
@@ -92,6 +114,12 @@ def question_vector(
             float(np.minimum(f["head_ctx"], f["entity_ctx"]).max()),
             float(np.minimum(f["head_unit"], f["entity_ctx"]).max()),
             float((f["cov_ctx"] * f["entity_ctx"]).max()),
+            float(f["phrase_unit"].max()),
+            float(np.minimum(f["phrase_ctx"], f["entity_ctx"]).max()),
+            1.0 if analysis.answer_type in FACT_TYPES else 0.0,
+            1.0 - float(f["phrase_ctx"].max()),
+            _rarest_missing(analysis.phrase, frequencies, evidence),
+            _rarest_missing(analysis.focus, frequencies, evidence),
             (1.0 - float(f["constraint_unit"].max())) if analysis.constraints else 0.0,
             (1.0 - float(np.minimum(f["head_ctx"], f["entity_ctx"]).max()))
             if analysis.head and len(analysis.head) >= 2

@@ -8,7 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StringConstraints
 
 from rag_app.store.jobs import Job
-from rag_app.types import Citation, ChunkInfo, DocumentInfo, Source
+from rag_app.types import ChunkInfo, Citation, DocumentInfo, Source
 
 
 class JobOut(BaseModel):

@@ -74,7 +74,9 @@ def test_constraint_values_must_match() -> None:
 
 
 def test_entities_in_the_unit_and_in_its_node() -> None:
-    _, x = features("《劳动合同法》规定的试用期多长？", ["《劳动合同法》第十九条。试用期最长六个月。"])
+    _, x = features(
+        "《劳动合同法》规定的试用期多长？", ["《劳动合同法》第十九条。试用期最长六个月。"]
+    )
     assert col(x, "has_entity")[0] == 1.0
     assert col(x, "entity_unit").tolist() == [1.0, 0.0]
     assert col(x, "entity_ctx").tolist() == [1.0, 1.0]

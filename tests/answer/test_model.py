@@ -23,26 +23,39 @@ def test_the_bundled_model_loads_with_ordered_presets() -> None:
         model.threshold("sloppy")
 
 
+def _at_mean(names: list[str], mean: list[float], columns: tuple[str, ...]) -> np.ndarray:
+    x = np.zeros((1, len(columns)))
+    for name, m in zip(names, mean, strict=True):
+        x[0, columns.index(name)] = m
+    return x
+
+
 def test_unit_probabilities_follow_the_coefficients() -> None:
     model = AnswerModel.load()
-    x = np.tile(np.asarray(model.unit.mean), (2, 1))
-    x[1, FEATURES.index("cov_unit")] += 1.0
+    x = np.repeat(_at_mean(model.unit.features, model.unit.mean, FEATURES), 2, axis=0)
+    x[1, FEATURES.index("bigram_unit")] += 0.5
     p = model.unit_probabilities(x)
     assert p.shape == (2,) and np.all((p > 0) & (p < 1))
-    sign = np.sign(model.unit.coef[model.unit.features.index("cov_unit")])
+    sign = np.sign(model.unit.coef[model.unit.features.index("bigram_unit")])
     assert np.sign(p[1] - p[0]) == sign
     assert model.unit_probabilities(np.zeros((0, len(FEATURES)))).shape == (0,)
 
 
-def test_the_gate_reads_a_question_vector() -> None:
+def test_the_gate_is_monotone_in_the_evidence() -> None:
+    """More of what answers (the best unit's score, the entities and head in one passage) never
+    lowers the gate's probability; a missing asked term never raises it."""
     model = AnswerModel.load()
-    q = np.asarray(model.gate.mean)
-    p = model.answerable(q)
-    assert 0 < p < 1
-    better = q.copy()
-    better[QUESTION_FEATURES.index("p_best")] += 1.0
-    sign = np.sign(model.gate.coef[model.gate.features.index("p_best")])
-    assert np.sign(model.answerable(better) - p) == sign
+    rng = np.random.default_rng(0)
+    q = rng.uniform(0, 1, size=(50, len(QUESTION_FEATURES)))
+    base = np.array([model.answerable(row) for row in q])
+    assert np.all((base > 0) & (base < 1))
+    for name, step in (("p_best", 0.3), ("head_with_entity", 0.5), ("miss_all", -0.5)):
+        if name not in model.gate.features:
+            continue
+        moved = q.copy()
+        moved[:, QUESTION_FEATURES.index(name)] += step
+        after = np.array([model.answerable(row) for row in moved])
+        assert np.all(after >= base - 1e-12), name
 
 
 def test_a_model_file_that_does_not_fit_the_code_is_refused(tmp_path: Path) -> None:
@@ -53,7 +66,7 @@ def test_a_model_file_that_does_not_fit_the_code_is_refused(tmp_path: Path) -> N
     with pytest.raises(ValueError, match="no_such_feature"):
         AnswerModel.load(path)
     data = json.loads(DEFAULT_MODEL.read_text(encoding="utf-8"))
-    data["gate"]["coef"] = data["gate"]["coef"][:3]
+    data["unit"]["coef"] = data["unit"]["coef"][:3]
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ValueError, match="differ in length"):
         AnswerModel.load(path)
