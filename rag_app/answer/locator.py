@@ -160,10 +160,10 @@ class AnswerLocator:
         f = dict(zip(FEATURES, x, strict=True))
         if analysis.expects_value and f["value_gap"] > 0 and analysis.answer_type in TYPE_WORDS:
             subject = _short(top.unit)
-            asked = f"“{analysis.head}”的" if analysis.head else ""
+            of_head = f"“{analysis.head}”的" if analysis.head else ""
             return (
                 "value_missing",
-                f"找到了“{subject}”，但其中没有{asked}{TYPE_WORDS[analysis.answer_type]}。",
+                f"找到了“{subject}”，但其中没有{of_head}{TYPE_WORDS[analysis.answer_type]}。",
             )
         return (
             "weak_evidence",
