@@ -297,9 +297,70 @@ def main() -> None:
     if not args.no_write:
         Path(MODEL_PATH).write_text(json.dumps(model, ensure_ascii=False, indent=1) + "\n")
         print(f"wrote {MODEL_PATH}")
+    print(markdown_table(table))
+    sample = sample_kb_report()
     write_result(
-        "answer_model", {"thresholds": thr, "table": table, "model_version": model["version"]}
+        "answer_model",
+        {"thresholds": thr, "table": table, "sample_kb": sample, "model_version": model["version"]},
     )
+
+
+def pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.1f} %"
+
+
+def markdown_table(table: dict[str, Any]) -> str:
+    """The report as a Markdown table: per data set, the check half (fitted with the other
+    half of every data set) and leave-one-domain-out (fitted without the data set)."""
+    rows = [
+        "| dev set | fitted on | false refusals | unanswerable refused | near misses refused "
+        "| head-swap probes refused | best unit holds the answer | gold span in first line |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for d, row in table.items():
+        for col, name in (("check_half", "all four"), ("leave_one_domain_out", "the other three")):
+            v = row.get(col)
+            if not v:
+                continue
+            rows.append(
+                f"| {d} | {name} | {pct(v.get('false_refusal'))} | "
+                f"{pct(v.get('unanswerable_refused'))} | {pct(v.get('near_miss_refused'))} | "
+                f"{pct(v.get('head_swap_refused'))} | {pct(v.get('best_unit_is_answer'))} | "
+                f"{pct(v.get('first_line_span'))} |"
+            )
+    return "\n".join(rows)
+
+
+def sample_kb_report() -> dict[str, Any]:
+    """The bundled sample KB and its question set through ``kb.ask`` with the model file on disk
+    (default settings): refusals of its unanswerable questions, false refusals, and whether a
+    reference answer is in the answer's first line."""
+    import tempfile
+
+    from rag_app import KnowledgeBase
+    from rag_app.eval.dataset import load_qa
+
+    items = load_qa(ROOT / "data" / "eval" / "sample_qa.jsonl")
+    with tempfile.TemporaryDirectory() as tmp:
+        kb = KnowledgeBase.open(Path(tmp) / "kb")
+        kb.ingest([ROOT / "data" / "knowledge"])
+        answers = [(it, kb.ask(it.question)) for it in items]
+        kb.close()
+    ans = [(it, a) for it, a in answers if it.answerable]
+    una = [(it, a) for it, a in answers if not it.answerable]
+    first = [
+        any(squash(x) in squash(a.answer.splitlines()[0]) for x in it.answers if squash(x))
+        for it, a in ans
+    ]
+    out = {
+        "answerable": len(ans),
+        "false_refusal": round(sum(a.refused for _, a in ans) / len(ans), 4),
+        "unanswerable": len(una),
+        "unanswerable_refused": round(sum(a.refused for _, a in una) / len(una), 4),
+        "reference_answer_in_first_line": round(sum(first) / len(first), 4),
+    }
+    print("sample KB", json.dumps(out))
+    return out
 
 
 if __name__ == "__main__":
