@@ -69,7 +69,7 @@ run: install
 	$(RAG) ask "密码多久需要修改一次？" --kb $(KB)
 	$(RAG) ask "30岁男性选择20年交，每万元保额的年交保费是多少？" --kb $(KB)
 	$(RAG) ask "星河知识库服务默认监听哪个端口？" --kb $(KB)
-	$(RAG) ask "信息安全管理制度规定的机房温度标准是多少？" --kb $(KB)
+	$(RAG) ask "星河知识库服务的 Docker 镜像名称是什么？" --kb $(KB)
 ifeq ($(SERVE),1)
 	@echo "Demo API key (tenant 'default', role editor) - paste it into the UI:"
 	@$(RAG) keys create --tenant default --role editor --name demo --kb $(KB)

@@ -22,12 +22,14 @@ MAX_ITEMS = 12
 
 def asked_column(unit: AnswerUnit, analysis: QuestionAnalysis, lexicon: Lexicon) -> int | None:
     """The column of a row the question asks for: the best match of the question's terms and
-    head with a column name, among the columns whose value the question does not already give."""
+    head with a column name, and of the asked type with its value, among the columns whose
+    value the question does not already give."""
     if unit.kind != "row" or not unit.header:
         return None
     question = lexicon.normalize(analysis.text.lower())
     terms = [lexicon.normalize(t.lower()) for t in analysis.terms]
     head = lexicon.normalize(analysis.head.lower()) if analysis.head else None
+    value_form = lexicon.value_pattern(analysis.answer_type) if analysis.expects_value else None
     best, best_score = None, 0.0
     for i, name in enumerate(unit.header):
         value = unit.cells[i] if i < len(unit.cells) else ""
@@ -37,6 +39,9 @@ def asked_column(unit: AnswerUnit, analysis: QuestionAnalysis, lexicon: Lexicon)
         score = sum(term_credit(t, col) for t in terms) + (
             2.0 * term_credit(head, col) if head else 0
         )
+        if value_form is not None and value_form.search(value):
+            score += 3.5  # the cell holds a value of the asked type (多久 -> 每4小时): beats
+            # a column that only repeats the head (备份方式 for 多久备份)
         if score > best_score:
             best, best_score = i, score
     return best
