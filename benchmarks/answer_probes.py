@@ -32,6 +32,8 @@ from rag_app.answer.question_features import question_terms
 from rag_app.retrieval.stats import TermStatistics
 
 PER_HALF = 300
+# data sets whose labels mark the answer units precisely enough to cut them out
+EXCISED_SETS = ("cmrc_trial_zh", "retqa_tables_zh", "dragonball_zh")
 
 
 def _nouns(texts: list[str], limit: int = 4000) -> list[str]:
@@ -95,8 +97,70 @@ def probes(name: str) -> list[Example]:
     return out
 
 
+def _excise(nodes: list[Any], units: list[Any], y: np.ndarray) -> list[Any]:
+    """The evidence with every answer unit cut out of its node's text."""
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    cuts: dict[int, list[tuple[int, int]]] = {}
+    for u, label in zip(units, y, strict=True):
+        if label:
+            cuts.setdefault(u.source, []).append((u.start, u.end))
+    out = []
+    for n, node in enumerate(nodes, start=1):
+        text = node.node.get_content()
+        for start, end in sorted(cuts.get(n, []), reverse=True):
+            text = text[:start] + text[end:]
+        out.append(NodeWithScore(node=TextNode(text=text, metadata=dict(node.node.metadata)),
+                                 score=node.score))  # fmt: skip
+    return out
+
+
+def excised(name: str) -> list[Example]:
+    """Answerable questions asked on their own evidence with the answer units cut out: the
+    topic, the entity and the document are there, the answer is not."""
+    out_path = CACHE / f"answer-excised-{name}-{feature_version()}.pkl"
+    if out_path.exists():
+        data: list[Example] = pickle.loads(out_path.read_bytes())
+        return data
+    base = [e for e in examples(name) if e.kind == "answerable" and e.y.any()]
+    path = require_shared(name)[name]
+    evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
+    rng = random.Random(f"excised:{name}")
+    kb = kb_for(name, path / "docs")
+    embed = EmbedCache(kb.embed_model, CACHE / f"answer-embeddings-{name}.pkl")
+    analyzer = QuestionAnalyzer()
+    locator = AnswerLocator(dummy_model(), analyzer, TermStatistics(kb.ledger), threshold=0.5)
+    locator.extractor.embed = embed
+    out: list[Example] = []
+    count = {"calibration": 0, "check": 0}
+    for e in rng.sample(base, len(base)):
+        if count[e.half] >= PER_HALF:
+            continue
+        nodes = evidence[e.qid]["nodes"]
+        _, units, _ = locator.features(e.question, nodes)
+        if len(units) != len(e.y):
+            continue
+        cut = _excise(nodes, units, e.y)
+        _, units2, x = locator.features(e.question, cut)
+        if not units2:
+            continue
+        out.append(
+            Example(name, e.half, e.qid + "#excised", "excised", x,
+                    np.zeros(len(units2), dtype=np.int8), [u.text for u in units2], [],
+                    e.question, e.frequencies)
+        )  # fmt: skip
+        count[e.half] += 1
+    embed.save()
+    kb.close()
+    out_path.write_bytes(pickle.dumps(out))
+    print(f"{name}: {len(out)} excised-answer probes")
+    return out
+
+
 if __name__ == "__main__":
     import sys
 
     for name in sys.argv[1:] or ["cmrc_trial_zh", "dragonball_zh", "laws_zh", "retqa_tables_zh"]:
         probes(name)
+        if name in EXCISED_SETS:
+            excised(name)
