@@ -424,9 +424,10 @@
       tr,
       nameCell,
       statusCell,
-      el("td", { class: "num", "data-testid": "doc-chunks" }),
-      el("td", { class: "num", "data-testid": "doc-version" }),
-      el("td", { class: "time", "data-testid": "doc-updated" }),
+      // data-label: the column's name, shown beside the value when a narrow screen stacks a row
+      el("td", { class: "num", "data-testid": "doc-chunks", "data-label": "分块" }),
+      el("td", { class: "num", "data-testid": "doc-version", "data-label": "版本" }),
+      el("td", { class: "time", "data-testid": "doc-updated", "data-label": "更新" }),
       actions
     );
     applyRowRole(tr);

@@ -313,6 +313,51 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     watch.assert_clean(expected_statuses=(409,))
 
 
+def test_narrow_screen_keeps_every_documents_actions_in_view(live: Live, browser: Any) -> None:
+    """At 420 px (a phone) a document row stacks: its action buttons stay on screen, usable."""
+    import httpx
+
+    response = httpx.post(
+        f"{live.url}/api/documents",
+        files={"file": ("一个相当长的文件名用来把表格撑宽的差旅管理办法.md", POLICY_MD.encode())},
+        headers={"Authorization": f"Bearer {live.editor_key}"},
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    doc_id = response.json()["doc_id"]
+    context = browser.new_context(
+        viewport={"width": 420, "height": 860}, locale="zh-CN", timezone_id="Asia/Shanghai"
+    )
+    page = context.new_page()
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    watch = PageWatch().attach(page)
+    try:
+        page.goto(live.url + "/")
+        _save_key(page, live.editor_key)
+        row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
+        expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+        row.scroll_into_view_if_needed()
+        for testid in ("chunks-button", "reparse-button", "delete-button"):
+            button = row.get_by_test_id(testid)
+            expect(button).to_be_in_viewport(ratio=1)  # not clipped by the table's scroller
+            box = button.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 420, (testid, box)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 420  # no sideways page
+        if SCREENSHOTS:
+            DOC_IMG.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(DOC_IMG / "narrow.png"))
+        row.get_by_test_id("chunks-button").click()
+        expect(page.get_by_test_id("chunk-item").first).to_be_visible()
+        watch.assert_clean()
+    finally:
+        httpx.delete(
+            f"{live.url}/api/documents/{doc_id}",
+            headers={"Authorization": f"Bearer {live.editor_key}"},
+            timeout=30,
+        )
+        context.close()
+
+
 HOSTILE_MD = """# 安全测试
 
 ## 标记
