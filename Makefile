@@ -13,7 +13,7 @@ export RAGAS_DO_NOT_TRACK := true
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install browser-deps ocr-deps postgres-deps run test lint typecheck pytest bench clean
+.PHONY: install browser-deps ocr-deps postgres-deps run test lint typecheck pytest bench screenshots clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -88,6 +88,10 @@ pytest: install browser-deps ocr-deps postgres-deps
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck pytest
+
+# The UI screenshots in docs/img/ (referenced from docs/formats.md), taken by the browser test.
+screenshots: install browser-deps ocr-deps
+	RAG_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/service/test_browser.py
 
 # `make bench`: one quick run of every benchmark script in benchmarks/ (the commands behind the
 # published figures are in docs/benchmarks.md). All but service_load.py need the shared dev data

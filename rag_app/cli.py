@@ -20,6 +20,15 @@ from rich.logging import RichHandler
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from rag_app.cli_output import (
+    answer_score_name,
+    cited_numbers,
+    fmt_score,
+    retrieval_score_name,
+    short_ids,
+    sources_json,
+)
+
 for _var, _value in (
     ("HF_HUB_OFFLINE", "1"),
     ("ANONYMIZED_TELEMETRY", "False"),
@@ -81,6 +90,12 @@ def _settings(kb: Path | None) -> Any:
 
 def _emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _filename(kb: Any, doc_id: str) -> str | None:
+    """A document's path in the KB (the API's ``filename``)."""
+    doc = kb.document(doc_id)
+    return (doc.rel_path or Path(doc.source).name) if doc is not None else None
 
 
 def _resolve_doc(kb: Any, doc: str) -> str:
@@ -192,24 +207,31 @@ def retrieve(
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 5,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the chunks that best match a question, with their sources and spans."""
+    """Show the chunks that best match a question, with their sources and spans.
+
+    Scores are the retrieval's: "fused" (dense + BM25 by reciprocal-rank fusion, small numbers
+    such as 0.03) unless RAG_RETRIEVAL_MODE picks one branch ("dense", "bm25").
+    """
     base = _open(kb, read_only=True)
     try:
         hits = base.retrieve(question, top_k=top_k, tenant=tenant)
+        rows = sources_json(hits, lambda doc_id: _filename(base, doc_id))
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     finally:
         base.close()
     if as_json:
-        _emit_json([h.model_dump() for h in hits])
+        _emit_json(rows)
         return
+    score_name = retrieval_score_name(base.settings)
     out.print(f"[bold]Q:[/bold] {question}")
     if not hits:
         out.print("[yellow]no matching chunks (is the knowledge base empty?)[/yellow]")
-    for rank, hit in enumerate(hits, start=1):
-        where = f"{Path(hit.source).name} · chunk {hit.chunk_index} · chars {hit.start_char}-{hit.end_char}"
-        out.print(f"\n[bold cyan][{rank}][/bold cyan] score {hit.score:.3f} · {where}")
+    for rank, (hit, row) in enumerate(zip(hits, rows, strict=True), start=1):
+        name = row["filename"] or Path(hit.source).name
+        where = f"{name} · chunk {hit.chunk_index} · chars {hit.start_char}-{hit.end_char}"
+        out.print(f"\n[bold cyan][{rank}][/bold cyan] {fmt_score(score_name, hit.score)} · {where}")
         if hit.title_path:
             out.print(f"    [dim]{hit.title_path}[/dim]")
         snippet = " ".join(hit.text.split())
@@ -223,7 +245,10 @@ def ask(
     tenant: TenantOpt = "default",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50)] = 5,
     show_context: Annotated[
-        bool, typer.Option("--show-context", help="Print each cited chunk in full.")
+        bool,
+        typer.Option(
+            "--show-context", help="Print each cited chunk (its [n] is in the answer) in full."
+        ),
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -231,19 +256,22 @@ def ask(
 
     Without RAG_LLM_BASE_URL the answer is extractive (sentences and table rows picked from
     the evidence); with it, an OpenAI-compatible model writes the answer, and markers it
-    invents are removed. Sources always come from the retrieval backend.
+    invents are removed. Sources always come from the retrieval backend. Their scores are the
+    reranker's ("rerank"; "fused" with RAG_RERANK=none).
     """
     base = _open(kb, read_only=True)
     try:
         answer = base.ask(question, tenant=tenant, top_k=top_k)
+        rows = sources_json(answer.sources, lambda doc_id: _filename(base, doc_id))
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
     finally:
         base.close()
     if as_json:
-        _emit_json(answer.model_dump())
+        _emit_json({**answer.model_dump(), "sources": rows})
         return
+    score_name = answer_score_name(base.settings)
     out.print(f"[bold]Q:[/bold] {question}")
     if answer.refused:
         out.print(f"[bold yellow]{answer.answer}[/bold yellow]")
@@ -255,13 +283,18 @@ def ask(
     if answer.sources:
         title = "最接近的资料 (closest sources)" if answer.refused else "Sources"
         out.print(f"\n[bold]{title}[/bold]")
-    for n, src in enumerate(answer.sources, start=1):
+    cited = cited_numbers(answer.answer, len(answer.sources))
+    for n, (src, row) in enumerate(zip(answer.sources, rows, strict=True), start=1):
+        name = row["filename"] or Path(src.source).name
         out.print(
-            f"[bold cyan][{n}][/bold cyan] {Path(src.source).name} · {src.title_path or '(no heading)'}"
-            f" · chunk {src.chunk_index} · chars {src.start_char}-{src.end_char} · score {src.score:.3f}"
+            f"[bold cyan][{n}][/bold cyan] {name} · {src.title_path or '(no heading)'}"
+            f" · chunk {src.chunk_index} · chars {src.start_char}-{src.end_char}"
+            f" · {fmt_score(score_name, src.score)}"
         )
-        if show_context:
+        if show_context and n in cited:
             out.print(f"[dim]{src.text}[/dim]\n")
+    if show_context and not cited:
+        out.print("[dim](--show-context: the answer cites no source)[/dim]")
     if not answer.refused:
         out.print(f"[dim]confidence {answer.confidence:.2f} (answer model)[/dim]")
     timing = ", ".join(f"{k} {v:.0f}" for k, v in answer.timings.items())
@@ -275,23 +308,35 @@ def docs(
     all_tenants: Annotated[bool, typer.Option("--all-tenants", help="List every tenant.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """List documents with their status, version and chunk count."""
+    """List documents with their status, version and chunk count.
+
+    The doc_id column shows each id's shortest unique prefix (8 characters or more), which
+    `rag chunks` and `rag delete` accept; --json has the full ids.
+    """
     base = _open(kb, read_only=True)
     try:
         items = base.documents(tenant=None if all_tenants else tenant)
+        # unique among every tenant's documents: what `rag chunks` / `rag delete` resolve
+        every = items if all_tenants else base.documents(tenant=None)
     finally:
         base.close()
     if as_json:
-        _emit_json([d.model_dump(mode="json") for d in items])
+        _emit_json(
+            [
+                {**d.model_dump(mode="json"), "filename": d.rel_path or Path(d.source).name}
+                for d in items
+            ]
+        )
         return
+    short = short_ids(d.doc_id for d in every)
     table = Table(title=f"documents in {base.path}")
     for col in ("doc_id", "tenant", "file", "type", "status", "version", "chunks", "error"):
         table.add_column(col, overflow="fold")
     for d in items:
         table.add_row(
-            d.doc_id,
+            short[d.doc_id],
             d.tenant,
-            Path(d.source).name,
+            d.rel_path or Path(d.source).name,
             d.doc_type,
             d.status.value,
             str(d.version),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,10 @@ def test_ingest_retrieve_docs_chunks_delete_round_trip(kb_dir, tmp_path):
     assert chunks and chunks[0]["doc_id"] == doc_id
 
     human = run("retrieve", "报销时限", "--kb", str(kb_dir))
-    assert "expense.md" in human.stdout and "score" in human.stdout
+    assert "expense.md" in human.stdout
+    # one score meaning, named: reciprocal-rank fusion of dense + BM25
+    assert re.search(r"\] fused 0\.\d{4} · expense\.md", human.stdout), human.stdout
+    assert "score" not in human.stdout and "rerank" not in human.stdout
 
     deleted = json.loads(run("delete", doc_id, "--kb", str(kb_dir), "--json").stdout)
     assert deleted == {"doc_id": doc_id, "deleted": True}
@@ -96,6 +100,7 @@ def test_ask_prints_answer_with_numbered_sources_and_json(kb_dir, tmp_path):
     human = run("ask", "报销申请须在出差结束后多少日内提交？", "--kb", str(kb_dir))
     assert human.exit_code == 0, human.output
     assert "三十日" in human.stdout and "[1] expense.md" in human.stdout
+    assert re.search(r"· rerank \d+\.\d{3}", human.stdout) and "fused" not in human.stdout
     data = json.loads(
         run("ask", "报销申请须在出差结束后多少日内提交？", "--kb", str(kb_dir), "--json").stdout
     )
@@ -105,3 +110,76 @@ def test_ask_prints_answer_with_numbered_sources_and_json(kb_dir, tmp_path):
     assert all(s["source"].endswith("expense.md") for s in refused["sources"])  # closest ones
     human_refusal = run("ask", "公司年会在哪里举办？", "--kb", str(kb_dir))
     assert refused["explanation"] in human_refusal.stdout.replace("\n", "")
+
+
+OTHER = """# 差旅制度
+
+## 住宿
+
+一线城市住宿标准为每晚六百元。
+"""
+
+
+def test_json_names_the_file_filename_as_the_api_does(kb_dir, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "expense.md").write_text(DOC, encoding="utf-8")
+    assert run("ingest", str(tmp_path / "docs"), "--kb", str(kb_dir)).exit_code == 0
+    hits = json.loads(run("retrieve", "报销时限", "--kb", str(kb_dir), "--json").stdout)
+    answer = json.loads(
+        run("ask", "报销申请须在出差结束后多少日内提交？", "--kb", str(kb_dir), "--json").stdout
+    )
+    docs = json.loads(run("docs", "--kb", str(kb_dir), "--json").stdout)
+    for item in [hits[0], answer["sources"][0], docs[0]]:
+        assert item["filename"] == "expense.md"  # the API's field (SourceOut, DocumentOut)
+        assert item["source"].endswith("expense.md")  # kept for compatibility
+
+
+def test_show_context_prints_only_the_cited_sources(kb_dir, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "expense.md").write_text(DOC, encoding="utf-8")
+    (tmp_path / "docs" / "travel.md").write_text(OTHER, encoding="utf-8")
+    assert run("ingest", str(tmp_path / "docs"), "--kb", str(kb_dir)).exit_code == 0
+    question = "报销申请须在出差结束后多少日内提交？"
+    data = json.loads(run("ask", question, "--kb", str(kb_dir), "--json").stdout)
+    files = [s["filename"] for s in data["sources"]]
+    assert data["refused"] is False and "travel.md" in files, files  # listed, not cited
+    assert "[" + str(files.index("travel.md") + 1) + "]" not in data["answer"]
+
+    plain = run("ask", question, "--kb", str(kb_dir)).stdout
+    shown = run("ask", question, "--kb", str(kb_dir), "--show-context").stdout
+    assert "travel.md" in plain and "travel.md" in shown  # both list every source
+    assert "## 时限" not in plain  # the chunk text only with --show-context
+    assert "## 时限" in shown  # the cited chunk, in full
+    assert "## 住宿" not in shown and "每晚六百元" not in shown  # the uncited one is not
+
+    refused = run("ask", "公司年会在哪里举办？", "--kb", str(kb_dir), "--show-context").stdout
+    assert "the answer cites no source" in refused
+    assert "## 时限" not in refused and "## 住宿" not in refused
+
+
+def test_short_ids_are_the_shortest_unique_prefixes_of_at_least_8():
+    from rag_app.cli_output import short_ids
+
+    ids = ["abcdef0123456789", "abcdef0123aaaaaa", "ffff00001111", "abc"]
+    assert short_ids(ids) == {
+        "abcdef0123456789": "abcdef01234",
+        "abcdef0123aaaaaa": "abcdef0123a",
+        "ffff00001111": "ffff0000",
+        "abc": "abc",
+    }
+    assert short_ids(["abcdef0123456789", "abcdef0123456789x"]) == {
+        "abcdef0123456789": "abcdef0123456789",  # a prefix of another id: the whole id
+        "abcdef0123456789x": "abcdef0123456789x",
+    }
+
+
+def test_docs_table_shows_short_ids_that_rag_chunks_accepts(kb_dir, tmp_path):
+    doc = tmp_path / "expense.md"
+    doc.write_text(DOC, encoding="utf-8")
+    report = json.loads(run("ingest", str(doc), "--kb", str(kb_dir), "--json").stdout)
+    doc_id = report["files"][0]["doc_id"]
+    assert len(doc_id) > 8
+    table = run("docs", "--kb", str(kb_dir)).stdout
+    assert doc_id[:8] in table and doc_id not in table
+    chunks = json.loads(run("chunks", doc_id[:8], "--kb", str(kb_dir), "--json").stdout)
+    assert chunks and chunks[0]["doc_id"] == doc_id

@@ -256,7 +256,7 @@
     dz.setAttribute("aria-disabled", edit ? "false" : "true");
     dz.title = edit ? "" : "上传需要 editor 角色";
     $("dz-hint").textContent = edit
-      ? "Markdown / TXT / HTML / PDF / DOCX"
+      ? "Markdown / TXT / HTML / PDF / DOCX / XLSX / CSV / PPTX"
       : state.me
         ? "只读 key（reader）：上传、重新解析、删除需要 editor 角色"
         : "保存有效的 API key 后可上传";
@@ -424,9 +424,10 @@
       tr,
       nameCell,
       statusCell,
-      el("td", { class: "num", "data-testid": "doc-chunks" }),
-      el("td", { class: "num", "data-testid": "doc-version" }),
-      el("td", { class: "time", "data-testid": "doc-updated" }),
+      // data-label: the column's name, shown beside the value when a narrow screen stacks a row
+      el("td", { class: "num", "data-testid": "doc-chunks", "data-label": "分块" }),
+      el("td", { class: "num", "data-testid": "doc-version", "data-label": "版本" }),
+      el("td", { class: "time", "data-testid": "doc-updated", "data-label": "更新" }),
       actions
     );
     applyRowRole(tr);
@@ -634,34 +635,27 @@
     );
   }
 
-  /** Text of a chunk with its repeated prefix / suffix (header rows, lead-in) dimmed. */
-  function chunkTextNode(c) {
-    var text = String(c.text || "");
-    var pre = Math.max(0, Math.min(Number(c.prefix_chars) || 0, text.length));
-    var suf = Math.max(0, Math.min(Number(c.suffix_chars) || 0, text.length - pre));
+  /**
+   * A chunk's text as rendered Markdown (markdown.js builds DOM nodes, never HTML strings): the
+   * repeated prefix / suffix (header rows, lead-in) dimmed, the cited units (`cites`, from the
+   * answer's citations) highlighted.
+   */
+  function chunkTextNode(c, cites) {
+    var pre = Math.max(0, Number(c.prefix_chars) || 0);
+    var suf = Math.max(0, Number(c.suffix_chars) || 0);
     var node = el("div", { class: "chunk-text", "data-testid": "chunk-text" });
     if (pre) {
-      append(
-        node,
-        el(
-          "span",
-          { class: "repeat", "data-testid": "chunk-prefix", title: "重复表头/引导语：前 " + pre + " 字符" },
-          el("span", { class: "repeat-label", text: "重复表头/引导语" }),
-          text.slice(0, pre)
-        )
-      );
+      append(node, el("div", {
+        class: "repeat-note", "data-testid": "chunk-prefix",
+        text: "灰色：前 " + pre + " 字符为重复表头/引导语",
+      }));
     }
-    append(node, el("span", { class: "own", text: text.slice(pre, text.length - suf) }));
+    append(node, window.RagMarkdown.render(c.text, { prefix: pre, suffix: suf, cites: cites || [] }));
     if (suf) {
-      append(
-        node,
-        el(
-          "span",
-          { class: "repeat", "data-testid": "chunk-suffix", title: "重复表头/引导语：末 " + suf + " 字符" },
-          el("span", { class: "repeat-label", text: "重复表头/引导语" }),
-          text.slice(text.length - suf)
-        )
-      );
+      append(node, el("div", {
+        class: "repeat-note", "data-testid": "chunk-suffix",
+        text: "灰色：末 " + suf + " 字符在下一分块重复",
+      }));
     }
     return node;
   }
@@ -807,9 +801,11 @@
     row("字符区间", s.start_char + "–" + s.end_char);
     row("相关度 score", fmtScore(s.score));
     if (hasBlockType(s.block_types, "table")) row("类型", el("span", { class: "badge table", text: "表格 table" }));
+    // the cited units of this source (sentence, list item, table row) highlighted in its text
+    var cites = (lastAnswer.citations || []).filter(function (c) { return c.source === n; });
     var citeText = $("cite-text");
-    citeText.textContent = "";
-    append(citeText, chunkTextNode(s)); // repeated header / lead-in dimmed, as in the chunk viewer
+    clear(citeText);
+    append(citeText, chunkTextNode(s, cites)); // repeated header / lead-in dimmed, as in the viewer
     var dlg = $("citation-popup");
     if (typeof dlg.showModal === "function") {
       if (dlg.open) dlg.close();
@@ -817,6 +813,8 @@
     } else {
       dlg.setAttribute("open", "");
     }
+    var first = citeText.querySelector(".cited");
+    if (first) first.scrollIntoView({ block: "nearest" });
   }
 
   function setupPopup() {

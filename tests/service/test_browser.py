@@ -1,8 +1,11 @@
 """The browser UI end to end: real app under uvicorn, headless Debian Chromium driven by Playwright.
 
 Upload a Markdown policy through the file input, watch its row go to SUCCESS, open the chunk
-viewer, ask a question, click the citation marker. Screenshots of every step land in the test's
-tmp_path. Skipped only when /usr/bin/chromium (`make browser-deps`) or playwright is missing.
+viewer (Markdown rendered: headings, a <table>), ask questions, click the citation markers (the
+cited sentence or table row highlighted), see a refusal with its closest sources. Screenshots of
+every step land in the test's tmp_path; with RAG_SCREENSHOTS=1 (`make screenshots`) the main
+views are also written to docs/img/ (referenced from docs/formats.md). Skipped only when
+/usr/bin/chromium (`make browser-deps`) or playwright is missing.
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ POLICY_MD = """# 差旅管理办法
 | 普通员工 | 二等座 | 经济舱 |
 | 部门负责人 | 一等座 | 经济舱 |
 """
+
+# read at import: the autouse fixture clears RAG_* variables before every test
+SCREENSHOTS = os.environ.get("RAG_SCREENSHOTS") == "1"
+DOC_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 INGEST_TIMEOUT_MS = 120_000
 UI_TIMEOUT_MS = 20_000
@@ -106,7 +113,9 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1360, "height": 900}, locale="zh-CN")
+    context = browser.new_context(
+        viewport={"width": 1360, "height": 900}, locale="zh-CN", timezone_id="Asia/Shanghai"
+    )
     page = context.new_page()
     page.set_default_timeout(UI_TIMEOUT_MS)
     try:
@@ -116,16 +125,32 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 class Shots:
-    """page.screenshot into tmp_path as 01-<step>.png, 02-<step>.png, ..."""
+    """page.screenshot into tmp_path as 01-<step>.png, 02-<step>.png, ...; a step given a
+    ``doc`` name is also written to docs/img/<doc>.png when RAG_SCREENSHOTS=1."""
 
     def __init__(self, page: Any, directory: Path) -> None:
         self.page, self.directory, self.count = page, directory, 0
 
-    def __call__(self, step: str, full_page: bool = False) -> Path:
+    def __call__(self, step: str, full_page: bool = False, doc: str | None = None) -> Path:
         self.count += 1
         path = self.directory / f"{self.count:02d}-{step}.png"
         self.page.screenshot(path=str(path), full_page=full_page)
+        if doc and SCREENSHOTS:
+            DOC_IMG.mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(DOC_IMG / f"{doc}.png"), full_page=full_page)
         return path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cjk_font_for_screenshots() -> None:
+    """Screenshots for the docs need a CJK font, or every Chinese character is a box."""
+    if not SCREENSHOTS:
+        return
+    import subprocess
+
+    fonts = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, check=False)
+    if not fonts.stdout.strip():
+        pytest.fail("RAG_SCREENSHOTS=1 needs a CJK font: run `make ocr-deps` (fonts-wqy-zenhei)")
 
 
 def _save_key(page: Any, key: str) -> None:
@@ -179,6 +204,7 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     shot("uploaded")
     expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
     expect(row.get_by_test_id("doc-status")).to_contain_text("SUCCESS")
+    shot("documents", doc="documents")
     doc_id = row.get_attribute("data-doc-id")
     assert doc_id
     doc = _api(live, f"/api/documents/{doc_id}", live.editor_key)
@@ -196,7 +222,14 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     assert all("差旅管理办法" in p for p in paths), paths
     expect(items.first.get_by_test_id("chunk-span")).to_contain_text("–")
     expect(page.get_by_test_id("chunk-table-badge")).to_have_count(1)
-    shot("chunks", full_page=True)
+    # Markdown rendered: headings as headings, the table as a <table>, no pipes or hashes shown
+    chunk_list = page.get_by_test_id("chunk-list")
+    expect(chunk_list.locator("table")).to_have_count(1)
+    expect(chunk_list.locator("table th")).to_have_text(["职级", "火车", "飞机"])
+    expect(chunk_list.locator("h2").filter(has_text="第三条 住宿标准")).to_have_count(1)
+    texts = "".join(page.get_by_test_id("chunk-text").all_inner_texts())
+    assert "| ---" not in texts and "## " not in texts, texts
+    shot("chunks", full_page=True, doc="chunks")
 
     # 4. ask: the answer has 600 and a clickable [n] marker
     page.get_by_test_id("ask-input").fill("一线城市住宿标准是多少？")
@@ -206,16 +239,53 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     markers = answer.get_by_test_id("citation-marker")
     expect(markers.first).to_be_visible()
     expect(page.get_by_test_id("timings")).to_contain_text("ms")
-    shot("answered")
+    shot("answered", doc="answer")
 
-    # 5. the marker opens the citation popup: filename, heading path, the chunk text
+    # 5. the marker opens the citation popup: filename, heading path, the chunk text with the
+    # cited sentence highlighted
     markers.first.click()
     popup = page.get_by_test_id("citation-popup")
     expect(popup).to_be_visible()
     expect(popup).to_contain_text(FILENAME)
     expect(popup.get_by_test_id("citation-path")).to_contain_text("差旅管理办法")
-    expect(popup.get_by_test_id("citation-text")).not_to_be_empty()
+    cite_text = popup.get_by_test_id("citation-text")
+    expect(cite_text).not_to_be_empty()
+    expect(cite_text.locator("h2")).to_have_text("第三条 住宿标准")
+    cited = cite_text.get_by_test_id("cited-text")
+    expect(cited).to_have_count(1)
+    expect(cited).to_have_text("一线城市住宿标准为每晚 600 元，其他城市住宿标准为每晚 400 元。")
     shot("citation")
+    page.keyboard.press("Escape")
+    expect(popup).to_be_hidden()
+
+    # 5b. a table answer: its source renders as a <table> with the cited row highlighted
+    page.get_by_test_id("ask-input").fill("部门负责人乘坐火车是什么标准？")
+    page.get_by_test_id("ask-button").click()
+    expect(answer).to_contain_text("一等座")
+    answer.locator("[data-testid=citation-marker][data-source='1']").first.click()
+    expect(popup).to_be_visible()
+    expect(cite_text.locator("table")).to_have_count(1)
+    expect(cite_text.locator("table th")).to_have_text(["职级", "火车", "飞机"])
+    cited_row = cite_text.locator("table tr.cited")
+    expect(cited_row).to_have_count(1)
+    expect(cited_row.locator("td")).to_have_text(["部门负责人", "一等座", "经济舱"])
+    expect(cited_row.locator("td").first).to_have_css("background-color", "rgb(255, 241, 168)")
+    shot("citation-table", doc="citation-table")
+    page.keyboard.press("Escape")
+    expect(popup).to_be_hidden()
+
+    # 5c. a refusal: the reason in words and, under 最接近的资料, the closest sources
+    page.get_by_test_id("ask-input").fill("年假有多少天？")
+    page.get_by_test_id("ask-button").click()
+    expect(page.get_by_test_id("answer-reason")).to_contain_text("未作答")
+    expect(page.get_by_test_id("source-heading")).to_have_text("最接近的资料")
+    closest = page.get_by_test_id("source-item")
+    expect(closest.first).to_contain_text(FILENAME)
+    assert closest.count() >= 1
+    shot("refusal", doc="refusal")
+    closest.first.get_by_test_id("citation-marker").click()
+    expect(popup).to_be_visible()
+    expect(cite_text.get_by_test_id("cited-text")).to_have_count(0)  # nothing was cited
     page.keyboard.press("Escape")
     expect(popup).to_be_hidden()
 
@@ -241,6 +311,101 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     shot("deleted")
 
     watch.assert_clean(expected_statuses=(409,))
+
+
+def test_narrow_screen_keeps_every_documents_actions_in_view(live: Live, browser: Any) -> None:
+    """At 420 px (a phone) a document row stacks: its action buttons stay on screen, usable."""
+    import httpx
+
+    response = httpx.post(
+        f"{live.url}/api/documents",
+        files={"file": ("一个相当长的文件名用来把表格撑宽的差旅管理办法.md", POLICY_MD.encode())},
+        headers={"Authorization": f"Bearer {live.editor_key}"},
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    doc_id = response.json()["doc_id"]
+    context = browser.new_context(
+        viewport={"width": 420, "height": 860}, locale="zh-CN", timezone_id="Asia/Shanghai"
+    )
+    page = context.new_page()
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    watch = PageWatch().attach(page)
+    try:
+        page.goto(live.url + "/")
+        _save_key(page, live.editor_key)
+        row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
+        expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+        row.scroll_into_view_if_needed()
+        for testid in ("chunks-button", "reparse-button", "delete-button"):
+            button = row.get_by_test_id(testid)
+            expect(button).to_be_in_viewport(ratio=1)  # not clipped by the table's scroller
+            box = button.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 420, (testid, box)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 420  # no sideways page
+        if SCREENSHOTS:
+            DOC_IMG.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(DOC_IMG / "narrow.png"))
+        row.get_by_test_id("chunks-button").click()
+        expect(page.get_by_test_id("chunk-item").first).to_be_visible()
+        watch.assert_clean()
+    finally:
+        httpx.delete(
+            f"{live.url}/api/documents/{doc_id}",
+            headers={"Authorization": f"Bearer {live.editor_key}"},
+            timeout=30,
+        )
+        context.close()
+
+
+HOSTILE_MD = """# 安全测试
+
+## 标记
+
+正文含 <img src=x onerror="window.__pwned=1"> 与 <script>window.__pwned=2</script> 原样显示。
+
+- **粗体**项与 `代码`项
+- [恶意链接](javascript:window.__pwned=3) 与 [正常链接](https://example.com/a)
+"""
+
+
+def test_markdown_is_rendered_as_nodes_never_as_html(live: Live, page: Any) -> None:
+    """Text from a document is text: HTML in it shows literally, only Markdown becomes markup."""
+    import httpx
+
+    watch = PageWatch().attach(page)
+    response = httpx.post(
+        f"{live.url}/api/documents",
+        files={"file": ("安全测试.md", HOSTILE_MD.encode())},
+        headers={"Authorization": f"Bearer {live.editor_key}"},
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    doc_id = response.json()["doc_id"]
+    page.goto(live.url + "/")
+    _save_key(page, live.editor_key)
+    row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
+    expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+    row.get_by_test_id("chunks-button").click()
+    chunks = page.get_by_test_id("chunk-list")
+    expect(chunks).to_contain_text('<img src=x onerror="window.__pwned=1">')
+    expect(chunks).to_contain_text("<script>window.__pwned=2</script>")
+    assert chunks.locator("img, script, iframe").count() == 0
+    expect(chunks.locator("li strong")).to_have_text("粗体")
+    expect(chunks.locator("li code")).to_have_text("代码")
+    bad, good = (
+        chunks.locator("a").filter(has_text="恶意链接"),
+        chunks.locator("a").filter(has_text="正常链接"),
+    )
+    assert bad.get_attribute("href") is None  # shown as text, never a javascript: link
+    assert good.get_attribute("href") == "https://example.com/a"
+    assert page.evaluate("window.__pwned") is None
+    httpx.delete(
+        f"{live.url}/api/documents/{doc_id}",
+        headers={"Authorization": f"Bearer {live.editor_key}"},
+        timeout=30,
+    )
+    watch.assert_clean()
 
 
 def test_reader_and_bad_keys(live: Live, page: Any, tmp_path: Path) -> None:

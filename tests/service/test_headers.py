@@ -18,7 +18,7 @@ def _assert_protected(response: object, csp: bool = True) -> None:
 
 
 def test_ui_api_and_errors_carry_the_headers(service: Service) -> None:
-    for path in ("/", "/app.js", "/style.css", "/api/health", "/openapi.json"):
+    for path in ("/", "/app.js", "/markdown.js", "/style.css", "/api/health", "/openapi.json"):
         response = service.client.get(path)
         assert response.status_code == 200, path
         _assert_protected(response)
@@ -34,9 +34,10 @@ def test_ui_needs_nothing_the_policy_forbids(service: Service) -> None:
     page = service.client.get("/").text
     assert "<script>" not in page and "<style" not in page and " style=" not in page
     assert "http://" not in page and "https://" not in page
-    script = service.client.get("/app.js").text
-    assert "innerHTML" not in script.replace("never innerHTML", "")
-    assert "eval(" not in script and "new Function" not in script
+    for path in ("/app.js", "/markdown.js"):
+        script = service.client.get(path).text
+        assert "innerHTML" not in script.replace("never innerHTML", ""), path
+        assert "eval(" not in script and "new Function" not in script, path
 
 
 def test_api_docs_keep_their_cdn_scripts(service: Service) -> None:
