@@ -160,7 +160,8 @@ class AnswerLocator:
         f = dict(zip(FEATURES, x, strict=True))
         if analysis.expects_value and f["value_gap"] > 0 and analysis.answer_type in TYPE_WORDS:
             subject = _short(top.unit)
-            of_head = f"“{analysis.head}”的" if analysis.head else ""
+            what = "".join(analysis.phrase[-1:]) if analysis.phrase else (analysis.head or "")
+            of_head = f"“{what}”的" if len(what) >= 2 else ""
             return (
                 "value_missing",
                 f"找到了“{subject}”，但其中没有{of_head}{TYPE_WORDS[analysis.answer_type]}。",
