@@ -35,6 +35,7 @@ from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.store.ledger import DocumentGone, Ledger
+from rag_app.store.vector_health import rebuild, self_recall
 from rag_app.store.vectors import VectorStore
 from rag_app.store.writer_lock import WriterLock
 from rag_app.types import (
@@ -762,12 +763,35 @@ class KnowledgeBase:
         )
 
     # ----- maintenance -------------------------------------------------------------------
-    def doctor(self, repair: bool = True) -> dict[str, int]:
+    def doctor(
+        self,
+        repair: bool = True,
+        *,
+        sample: int = 200,
+        rebuild_vectors: bool = False,
+        min_recall: float = 0.99,
+    ) -> dict[str, float]:
         """Reconcile the vector and keyword indexes with the ledger (the source of truth).
 
         Removes vectors of chunks that are not active, and ledger/keyword rows of versions that
         are not active (what a crash between the steps of an ingestion or a delete leaves).
+        Then measures the self-recall of ``sample`` active chunks (store/vector_health.py);
+        ``rebuild_vectors`` (with ``repair``) re-creates the collection when it is below
+        ``min_recall`` and measures again.
         """
+        result: dict[str, float] = dict(self._reconcile(repair))
+        health = self_recall(self.vectors, self.ledger, sample=sample)
+        result["self_recall"] = health.recall
+        result["self_recall_sampled"] = health.sampled
+        result["rebuilt_vectors"] = 0
+        if repair and rebuild_vectors and health.recall < min_recall:
+            done = rebuild(self.vectors, self.ledger, self.embed_model)
+            result["rebuilt_vectors"] = done["vectors"]
+            result["reembedded_vectors"] = done["reembedded"]
+            result["self_recall"] = self_recall(self.vectors, self.ledger, sample=sample).recall
+        return result
+
+    def _reconcile(self, repair: bool) -> dict[str, int]:
         stale_chunks, stale_keywords = self.ledger.purge_inactive(repair=repair)
         active = self.ledger.all_active_chunk_ids()
         indexed = self.vectors.all_ids()
