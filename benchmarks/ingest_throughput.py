@@ -130,7 +130,7 @@ def patched(obj: Any, name: str, value: Any, *, force: bool = False) -> Iterator
 def instrument(kb: KnowledgeBase, timer: StageTimer, captured: list[str]) -> Iterator[None]:
     """Time each stage of ``kb.ingest`` and capture the embedded texts (in order)."""
     import pipelines.ingest as ingest_mod
-    import rag_app.kb as kb_mod
+    import pipelines.isolation as parse_mod
     from rag_app.chunking.nodes import ChunkNodeParser
 
     # patched on the class: batch ingestion may embed with a second (single-thread) instance
@@ -146,7 +146,8 @@ def instrument(kb: KnowledgeBase, timer: StageTimer, captured: list[str]) -> Ite
     parser_cls = type(kb.pipeline.transformations[0]) if kb.pipeline.transformations else None
     get_nodes = ChunkNodeParser.get_nodes_from_documents
     with (
-        patched(kb_mod, "read_bytes", timer.wrap("read_parse", kb_mod.read_bytes)),
+        # parsing and chunking are timed only with RAG_PARSE_IN_PROCESS=true (else: a child's)
+        patched(parse_mod, "read_bytes", timer.wrap("read_parse", parse_mod.read_bytes)),
         patched(ingest_mod, "tokenize", timer.wrap("keywords", ingest_mod.tokenize)),
         patched(kb.vectors, "upsert", timer.wrap("chroma_upsert", kb.vectors.upsert)),
         patched(kb.ledger, "commit_version", timer.wrap("ledger_commit", kb.ledger.commit_version)),

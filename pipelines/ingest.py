@@ -137,36 +137,59 @@ def prepare_document(pipeline: IngestionPipeline, document: Document) -> Prepare
 
     Same nodes and embeddings as ``pipeline.run(documents=[document])``: the chunking
     transformations, then the embedding model on each node's EMBED text (heading path + text) in
-    ``embed_batch_size`` batches. Run by hand so that the EMBED texts are built once (for the
-    model and the keyword index) and the keyword tokens (jieba, pure Python) are computed in a
-    helper thread while the model embeds (its numpy matrix products release the GIL). The model
-    embeds one batch at a time, so the vectors do not depend on how the document was ingested.
+    ``embed_batch_size`` batches (``embed_chunks``).
     """
     split = _split_pipeline(pipeline)
     if split is None:  # a custom pipeline: run it as it is, keywords afterwards
         nodes: Sequence[BaseNode] = pipeline.run(documents=[document], show_progress=False)
         embed_texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
-        keywords = _keywords(embed_texts)
+        return PreparedDocument(
+            doc_id=document.metadata["doc_id"],
+            tenant=document.metadata["tenant"],
+            nodes=nodes,
+            embed_texts=embed_texts,
+            keywords=_keywords(embed_texts),
+        )
+    chunkers, _ = split
+    nodes = run_transformations([document], chunkers) if chunkers else [document]
+    return embed_chunks(
+        pipeline, nodes, doc_id=document.metadata["doc_id"], tenant=document.metadata["tenant"]
+    )
+
+
+def chunks_then_model(pipeline: IngestionPipeline) -> bool:
+    """The pipeline is chunking transformations followed by the embedding model (the built one):
+    its chunks can be made elsewhere (a parse child) and handed to ``embed_chunks``."""
+    return _split_pipeline(pipeline) is not None
+
+
+def embed_chunks(
+    pipeline: IngestionPipeline, nodes: Sequence[BaseNode], *, doc_id: str, tenant: str
+) -> PreparedDocument:
+    """Embed and keyword-tokenize the chunks of one document with the pipeline's model.
+
+    The EMBED texts are built once (for the model and the keyword index) and the keyword tokens
+    (jieba, pure Python) are computed in a helper thread while the model embeds (its numpy matrix
+    products release the GIL). The model embeds one batch at a time, so the vectors do not depend
+    on how the document was ingested.
+    """
+    split = _split_pipeline(pipeline)
+    if split is None:
+        raise ValueError("embed_chunks needs a pipeline that ends with its embedding model")
+    _, embed_model = split
+    embed_texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
+    if len(embed_texts) > 1:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-keywords") as pool:
+            pending = pool.submit(_keywords, embed_texts)
+            embeddings = embed_model.get_text_embedding_batch(embed_texts)
+            keywords = pending.result()
     else:
-        chunkers, embed_model = split
-        nodes = run_transformations([document], chunkers) if chunkers else [document]
-        embed_texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
-        if len(embed_texts) > 1:
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-keywords") as pool:
-                pending = pool.submit(_keywords, embed_texts)
-                embeddings = embed_model.get_text_embedding_batch(embed_texts)
-                keywords = pending.result()
-        else:
-            embeddings = embed_model.get_text_embedding_batch(embed_texts) if embed_texts else []
-            keywords = _keywords(embed_texts)
-        for node, embedding in zip(nodes, embeddings, strict=True):
-            node.embedding = embedding
+        embeddings = embed_model.get_text_embedding_batch(embed_texts) if embed_texts else []
+        keywords = _keywords(embed_texts)
+    for node, embedding in zip(nodes, embeddings, strict=True):
+        node.embedding = embedding
     return PreparedDocument(
-        doc_id=document.metadata["doc_id"],
-        tenant=document.metadata["tenant"],
-        nodes=nodes,
-        embed_texts=embed_texts,
-        keywords=keywords,
+        doc_id=doc_id, tenant=tenant, nodes=nodes, embed_texts=embed_texts, keywords=keywords
     )
 
 

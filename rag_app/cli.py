@@ -397,15 +397,32 @@ def doctor(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Report only, repair nothing.")
     ] = False,
+    rebuild_vectors: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild-vectors",
+            help="Re-create the vector collection when self-recall is below --min-recall.",
+        ),
+    ] = False,
+    min_recall: Annotated[float, typer.Option("--min-recall", min=0, max=1)] = 0.99,
+    sample: Annotated[
+        int, typer.Option("--sample", min=1, help="Chunks queried by their own vector.")
+    ] = 200,
     as_json: JsonOpt = False,
 ) -> None:
     """Reconcile the vector and keyword indexes with the ledger after a crash.
 
-    Drops vectors of chunks that are not active and ledger/keyword rows of inactive versions.
+    Drops vectors of chunks that are not active and ledger/keyword rows of inactive versions,
+    and reports self-recall: the share of sampled chunks found in their own vector's top 10.
     """
     base = _open(kb, read_only=dry_run)
     try:
-        result = base.doctor(repair=not dry_run)
+        result = base.doctor(
+            repair=not dry_run,
+            sample=sample,
+            rebuild_vectors=rebuild_vectors,
+            min_recall=min_recall,
+        )
     finally:
         base.close()
     if as_json:

@@ -33,6 +33,23 @@ class Settings(BaseSettings):
     pdf_ocr: bool = Field(
         True, description="OCR the PDF pages that have no text layer (scans; rapidocr)."
     )
+    parse_timeout: float = Field(
+        60.0, gt=0, description="Seconds a file may take to parse and chunk (its own process)."
+    )
+    parse_max_mb: float = Field(
+        4096.0,
+        ge=0,
+        description="Memory (address space, RLIMIT_AS) a file's parse process may add on top of "
+        "the parser's own, in MB (0 = no limit; PDF OCR's onnxruntime reserves about 2 GB).",
+    )
+    unpacked_max_mb: float = Field(
+        200.0, gt=0, description=".docx/.xlsx/.pptx: largest unpacked size (zip directory)."
+    )
+    parse_in_process: bool = Field(
+        False,
+        description="Parse and chunk in the ingesting process (no time/memory bounds; for "
+        "debugging and profiling).",
+    )
     database_url: str | None = Field(
         None, description="SQLAlchemy URL of the ledger; default sqlite:///<kb_dir>/ledger.db."
     )
@@ -131,6 +148,10 @@ class Settings(BaseSettings):
     @property
     def max_file_bytes(self) -> int:
         return int(self.max_file_mb * 1024 * 1024)
+
+    @property
+    def unpacked_max_bytes(self) -> int:
+        return int(self.unpacked_max_mb * 1024 * 1024)
 
     @property
     def upload_max_bytes(self) -> int:

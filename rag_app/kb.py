@@ -21,20 +21,21 @@ from pipelines.ingest import (
     EmbeddedChunk,
     PreparedDocument,
     build_ingestion_pipeline,
+    embed_chunks,
     number_chunks,
     pipeline_fingerprint,
-    prepare_document,
-    to_document,
 )
+from pipelines.isolation import ParseJob, parse_and_chunk, parse_bounded
 from rag_app.config import Settings
 from rag_app.embeddings import load_embedding
 from rag_app.engine import AnswerEngine, build_answer_engine
 from rag_app.faults import fault_point
-from rag_app.readers import SUPPORTED_EXTENSIONS, ParsedFile, ReaderError, read_bytes
+from rag_app.readers import SUPPORTED_EXTENSIONS, ParsedFile, ReaderError
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.store.ledger import DocumentGone, Ledger
+from rag_app.store.vector_health import rebuild, self_recall
 from rag_app.store.vectors import VectorStore
 from rag_app.store.writer_lock import WriterLock
 from rag_app.types import (
@@ -196,13 +197,13 @@ class _Prefetcher:
             return None
         prepared = _Prepared(content_hash=content_hash)
         try:
-            prepared.parsed = read_bytes(
-                data, item.path.name, max_bytes=kb.settings.max_file_bytes, ocr=kb.settings.pdf_ocr
+            prepared.parsed, prepared.document = kb._parse(
+                data,
+                item.path.name,
+                doc_id=doc_id,
+                tenant=self.tenant,
+                source=str(item.path.resolve()),
             )
-            document = to_document(
-                prepared.parsed, doc_id=doc_id, tenant=self.tenant, source=str(item.path.resolve())
-            )
-            prepared.document = prepare_document(kb.pipeline, document)
         except Exception as exc:  # re-raised by _ingest_file at the point it would occur inline
             prepared.error = exc
         return prepared
@@ -514,14 +515,9 @@ class KnowledgeBase:
             if prepared is not None and prepared.parsed and prepared.document:
                 parsed, ready = prepared.parsed, prepared.document
             else:
-                parsed = read_bytes(
-                    data,
-                    item.path.name,
-                    max_bytes=self.settings.max_file_bytes,
-                    ocr=self.settings.pdf_ocr,
+                parsed, ready = self._parse(
+                    data, item.path.name, doc_id=doc_id, tenant=tenant, source=source
                 )
-                document = to_document(parsed, doc_id=doc_id, tenant=tenant, source=source)
-                ready = prepare_document(self.pipeline, document)
             embedded = number_chunks(ready, version=version)
             if not embedded:
                 raise ReaderError("no indexable text after chunking")
@@ -545,6 +541,20 @@ class KnowledgeBase:
             size=size,
             had_version=existing is not None and existing.version > 0,
         )
+
+    def _parse(
+        self, data: bytes, filename: str, *, doc_id: str, tenant: str, source: str
+    ) -> tuple[ParsedFile, PreparedDocument]:
+        """Parse and chunk ``data`` (in a bounded child process unless ``parse_in_process``;
+        see pipelines/isolation.py), then embed and keyword-tokenize its chunks here."""
+        s = self.settings
+        job = ParseJob.of(s, data, filename, doc_id=doc_id, tenant=tenant, source=source)
+        if s.parse_in_process:
+            chunked = parse_and_chunk(job)
+        else:
+            chunked = parse_bounded(job, timeout=s.parse_timeout, max_mb=s.parse_max_mb)
+        ready = embed_chunks(self.pipeline, chunked.nodes, doc_id=doc_id, tenant=tenant)
+        return chunked.parsed, ready
 
     def _write_staged(self, group: Sequence[_Staged]) -> list[FileResult]:
         """Write staged versions: all their vectors (one upsert), then each file's ledger
@@ -753,12 +763,35 @@ class KnowledgeBase:
         )
 
     # ----- maintenance -------------------------------------------------------------------
-    def doctor(self, repair: bool = True) -> dict[str, int]:
+    def doctor(
+        self,
+        repair: bool = True,
+        *,
+        sample: int = 200,
+        rebuild_vectors: bool = False,
+        min_recall: float = 0.99,
+    ) -> dict[str, float]:
         """Reconcile the vector and keyword indexes with the ledger (the source of truth).
 
         Removes vectors of chunks that are not active, and ledger/keyword rows of versions that
         are not active (what a crash between the steps of an ingestion or a delete leaves).
+        Then measures the self-recall of ``sample`` active chunks (store/vector_health.py);
+        ``rebuild_vectors`` (with ``repair``) re-creates the collection when it is below
+        ``min_recall`` and measures again.
         """
+        result: dict[str, float] = dict(self._reconcile(repair))
+        health = self_recall(self.vectors, self.ledger, sample=sample)
+        result["self_recall"] = health.recall
+        result["self_recall_sampled"] = health.sampled
+        result["rebuilt_vectors"] = 0
+        if repair and rebuild_vectors and health.recall < min_recall:
+            done = rebuild(self.vectors, self.ledger, self.embed_model)
+            result["rebuilt_vectors"] = done["vectors"]
+            result["reembedded_vectors"] = done["reembedded"]
+            result["self_recall"] = self_recall(self.vectors, self.ledger, sample=sample).recall
+        return result
+
+    def _reconcile(self, repair: bool) -> dict[str, int]:
         stale_chunks, stale_keywords = self.ledger.purge_inactive(repair=repair)
         active = self.ledger.all_active_chunk_ids()
         indexed = self.vectors.all_ids()

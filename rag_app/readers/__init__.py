@@ -15,6 +15,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path, PurePath
 
+from rag_app.readers.archive import ARCHIVE_TYPES, DEFAULT_UNPACKED_MAX_MB, check_archive
 from rag_app.readers.base import ParsedFile, ReaderError
 
 __all__ = [
@@ -160,11 +161,18 @@ def _check_size(size: int, limit: int | None) -> None:
 
 
 def read_bytes(
-    data: bytes, filename: str, *, max_bytes: int | None = None, ocr: bool = True
+    data: bytes,
+    filename: str,
+    *,
+    max_bytes: int | None = None,
+    ocr: bool = True,
+    max_unpacked_bytes: int | None = None,
 ) -> ParsedFile:
     """Parse ``data`` as the format implied by ``filename``'s extension.
 
-    ``ocr``: OCR the PDF pages that have no text layer (scans).
+    ``ocr``: OCR the PDF pages that have no text layer (scans). ``max_unpacked_bytes``: what a
+    .docx/.xlsx/.pptx may unpack to, judged from its zip directory before it is opened (default
+    ``DEFAULT_UNPACKED_MAX_MB``; <= 0: no limit).
 
     Raises :class:`ReaderError` for unsupported extensions, oversized, empty, binary,
     undecodable or corrupt content.
@@ -177,6 +185,12 @@ def read_bytes(
     if not data or data.isspace():
         raise ReaderError("empty file")
     name = PurePath(filename).name
+    if doc_type in ARCHIVE_TYPES:
+        unpacked = max_unpacked_bytes
+        check_archive(
+            data,
+            max_unpacked_bytes=int(DEFAULT_UNPACKED_MAX_MB * _MB) if unpacked is None else unpacked,
+        )
     if doc_type == "pdf":
         parsed = _read_pdf(bytes(data), ext, name, ocr=ocr)
     else:

@@ -72,6 +72,8 @@ def _open(data: bytes) -> Any:
         raise ReaderError(f"not a valid .docx file (looks like {kind})")
     try:
         return Document(io.BytesIO(data))
+    except MemoryError:  # over the parse's memory limit: not a broken file
+        raise
     except Exception as exc:  # noqa: BLE001 - zipfile/lxml/python-docx raise many types
         raise ReaderError(f"not a valid .docx file ({_describe(exc)})") from exc
 

@@ -135,6 +135,8 @@ def read_xlsx(data: bytes, name: str = "") -> ParsedFile:
 
         # not read_only: merged-cell ranges are only known to a fully loaded sheet
         book = load_workbook(io.BytesIO(data), data_only=True)
+    except MemoryError:  # over the parse's memory limit: not a broken file
+        raise
     except Exception as exc:  # noqa: BLE001 - zipfile/openpyxl raise many types
         raise ReaderError(f"not a valid .xlsx file ({type(exc).__name__}: {exc})") from exc
     sheets: list[tuple[str, str]] = []

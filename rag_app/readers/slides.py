@@ -89,6 +89,8 @@ def _open(data: bytes) -> Any:
         from pptx import Presentation
 
         return Presentation(io.BytesIO(data))
+    except MemoryError:  # over the parse's memory limit: not a broken file
+        raise
     except Exception as exc:  # noqa: BLE001 - zipfile/lxml/python-pptx raise many types
         raise ReaderError(f"not a valid .pptx file ({type(exc).__name__}: {exc})") from exc
 

@@ -11,6 +11,7 @@ PostgreSQL with ``RAG_DATABASE_URL``) is not affected.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 from collections.abc import Sequence
@@ -158,14 +159,39 @@ class VectorStore:
                 raise ValueError("a local Chroma index needs a path")
             path.mkdir(parents=True, exist_ok=True)
             self.client = chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-        self.collection = self.client.get_or_create_collection(
-            name=collection,
-            embedding_function=None,
-            configuration={"hnsw": {"space": "cosine"}},
-        )
+        self.collection = self._open(collection)
         max_batch = int(getattr(self.client, "get_max_batch_size", lambda: MAX_BATCH)() or 0)
         self.batch_size = max(1, min(max_batch or MAX_BATCH, MAX_BATCH))
         self.page_size = PAGE_SIZE
+
+    def _open(self, name: str) -> Any:
+        return self.client.get_or_create_collection(
+            name=name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+        )
+
+    def replace_collection(
+        self,
+        ids: Sequence[str],
+        embeddings: Sequence[Sequence[float]],
+        metadatas: Sequence[dict[str, Any]],
+    ) -> int:
+        """Write these vectors to a fresh collection (a new HNSW index) that then takes this
+        collection's name; the old one is deleted. Returns the new collection's count."""
+        name = self.collection.name
+        staging = f"{name[:50]}-rebuild"
+        # left by an interrupted rebuild (chromadb raises different types for "not found")
+        with contextlib.suppress(Exception):
+            self.client.delete_collection(staging)
+        old = self.collection
+        self.collection = self._open(staging)
+        try:
+            self.upsert(ids, embeddings, metadatas)
+        except BaseException:
+            self.collection = old
+            raise
+        self.client.delete_collection(name)
+        self.collection.modify(name=name)
+        return self.count()
 
     def count(self) -> int:
         return int(self.collection.count())
