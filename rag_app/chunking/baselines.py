@@ -158,11 +158,19 @@ class SentenceNodeParser(ChunkNodeParser):
         chunks: list[Chunk] = []
         for s0, e0, path in self._sections(text, fmt):
             section = text[s0:e0]
-            cursor = 0
+            cursor = covered = 0
             for split in self._splitter.split_text(section):
                 span = _locate(section, split, cursor)
+                # a split repeating text of the previous chunk ("x = 1" twice) is the later
+                # occurrence: the one that reaches past what is already covered
+                while span is not None and span[1] <= covered:
+                    later = _locate(section, split, span[0] + 1)
+                    if later is None:
+                        break
+                    span = later
                 if span is None:
                     continue
+                covered = max(covered, span[1])
                 s, e = s0 + span[0], s0 + span[1]
                 body = text[s:e]
                 tc = count_tokens(body)
