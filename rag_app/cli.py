@@ -139,7 +139,7 @@ def ingest(
     tenant: TenantOpt = "default",
     as_json: JsonOpt = False,
 ) -> None:
-    """Parse, chunk, embed and store documents (.md .txt .pdf .docx .html .xlsx .csv .pptx).
+    """Parse, chunk, embed and store documents (.md .txt .pdf .docx .html .xlsx .xls .csv .pptx).
 
     Unchanged files are skipped (content hash); a changed file replaces its old chunks.
     Exit code 1 when any file failed (the others are still ingested).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.readers.office_files import CSV_TEXT, make_pptx, make_xlsx
+from tests.readers.office_files import CSV_TEXT, make_pptx, make_xls, make_xlsx
 
 
 def _hit(kb, question: str, needle: str):  # type: ignore[no-untyped-def]
@@ -38,3 +38,16 @@ def test_spreadsheets_and_slides_are_retrieved_with_their_heading_paths(kb, tmp_
     assert slide.title_path == "理赔时效"
     row = _hit(kb, "门诊理赔的金额上限是多少？", "| 门诊 | 一万元 | 三个工作日 |")
     assert row.title_path == "理赔时效"
+
+
+def test_a_legacy_xls_is_ingested_and_its_cells_retrieved(kb, tmp_path: Path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "费率.xls").write_bytes(make_xls())
+    report = kb.ingest([folder])
+    assert [f.status for f in report.files] == ["SUCCESS"], [f.reason for f in report.files]
+    assert {d.doc_type for d in kb.documents()} == {"xls"}
+    cell = _hit(kb, "45岁男性年交保费是多少元？", "| 45 | 1250 | 1150 |")
+    assert cell.title_path == "费率表"
+    assert "| 年龄 | 年交保费（元）/男 | 年交保费（元）/女 |" in cell.text
+    assert _hit(kb, "保单什么时候生效？", "| 生效日期 | 2024-03-01 |").title_path == "说明"

@@ -39,6 +39,7 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".htm": "html",
     ".xlsx": "xlsx",
     ".xlsm": "xlsx",
+    ".xls": "xls",
     ".csv": "csv",
     ".pptx": "pptx",
 }
@@ -84,6 +85,12 @@ def _read_xlsx(data: bytes, ext: str, name: str) -> ParsedFile:
     return read_xlsx(data, name)
 
 
+def _read_xls(data: bytes, ext: str, name: str) -> ParsedFile:
+    from rag_app.readers.sheets import read_xls
+
+    return read_xls(data, name)
+
+
 def _read_csv(data: bytes, ext: str, name: str) -> ParsedFile:
     from rag_app.readers.sheets import read_csv
 
@@ -106,6 +113,7 @@ _READERS: dict[str, Callable[[bytes, str, str], ParsedFile]] = {
     "docx": _read_docx,
     "html": _read_html,
     "xlsx": _read_xlsx,
+    "xls": _read_xls,
     "csv": _read_csv,
     "pptx": _read_pptx,
 }

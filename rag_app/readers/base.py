@@ -37,10 +37,9 @@ class ParsedFile:
     Attributes:
         text: the document text; newlines normalized to ``\\n``; NUL-free.
         doc_type: the source format: ``"markdown" | "text" | "pdf" | "docx" | "html" | "xlsx" |
-            "csv" | "pptx"``.
-        fmt: how the chunker should parse ``text``: ``"markdown"`` (md, docx, html, xlsx, csv,
-            pptx) or
-            ``"text"`` (txt, pdf).
+            "xls" | "csv" | "pptx"``.
+        fmt: how the chunker should parse ``text``: ``"markdown"`` (md, docx, html, xlsx, xls,
+            csv, pptx) or ``"text"`` (txt, pdf).
         title: the document title if one was found, else ``None``.
         encoding: the detected encoding for text formats (txt, md, html, csv), else ``None``.
         metadata: JSON-serializable extras, e.g. ``{"pages": 3, "page_starts": [0, 812, 1650]}``.

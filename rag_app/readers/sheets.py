@@ -1,4 +1,5 @@
-"""Spreadsheet readers: ``.xlsx``/``.xlsm`` (openpyxl) and ``.csv``, rendered as Markdown.
+"""Spreadsheet readers: ``.xlsx``/``.xlsm`` (openpyxl), legacy ``.xls`` (xlrd) and ``.csv``,
+rendered as Markdown.
 
 Every sheet becomes ``## <sheet name>`` followed by one GFM table, so the chunker treats it like
 any other Markdown table (a long sheet is split by rows with the header repeated). A CSV file is a
@@ -24,7 +25,7 @@ from rag_app.readers._markdown import escape_block_start, gfm_table, one_line
 from rag_app.readers.base import ParsedFile, ReaderError
 from rag_app.readers.text import decode_text, normalize_newlines, sniff_binary
 
-__all__ = ["fold_header", "header_depth", "read_csv", "read_xlsx", "render_sheets"]
+__all__ = ["fold_header", "header_depth", "read_csv", "read_xls", "read_xlsx", "render_sheets"]
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ def read_xlsx(data: bytes, name: str = "") -> ParsedFile:
     if kind and not kind.startswith("ZIP"):
         if kind.startswith("legacy Office"):
             raise ReaderError(
-                "not a valid .xlsx file (looks like a legacy .xls file; save as .xlsx)"
+                "not a valid .xlsx file (looks like a legacy .xls file; rename it .xls)"
             )
         raise ReaderError(f"not a valid .xlsx file (looks like {kind})")
     try:
@@ -154,6 +155,64 @@ def read_xlsx(data: bytes, name: str = "") -> ParsedFile:
         encoding=None,
         metadata={"sheets": [s for s, table in sheets if table]},
     )
+
+
+def read_xls(data: bytes, name: str = "") -> ParsedFile:
+    """Read a legacy Excel 97–2003 workbook (``.xls``, BIFF in an OLE container) with xlrd:
+    every sheet a table under its name, exactly as :func:`read_xlsx` renders one."""
+    kind = sniff_binary(data)
+    if kind and not kind.startswith("legacy Office"):
+        if kind.startswith("ZIP"):
+            raise ReaderError("not a valid .xls file (looks like an .xlsx file; rename it .xlsx)")
+        raise ReaderError(f"not a valid .xls file (looks like {kind})")
+    try:
+        import xlrd
+
+        # formatting_info: merged ranges are only read with it
+        book = xlrd.open_workbook(file_contents=data, formatting_info=True, on_demand=False)
+    except Exception as exc:  # noqa: BLE001 - xlrd raises XLRDError, CompDocError, struct errors
+        raise ReaderError(f"not a valid .xls file ({type(exc).__name__}: {exc})") from exc
+    sheets: list[tuple[str, str]] = []
+    for sheet in book.sheets():
+        sheets.append((sheet.name, sheet_table(*_xls_sheet_cells(sheet, book.datemode))))
+    text = render_sheets(sheets)
+    if not text:
+        raise ReaderError("empty workbook (no cell text in any sheet)")
+    return ParsedFile(
+        text=text,
+        doc_type="xls",
+        fmt="markdown",
+        title=None,
+        encoding=None,
+        metadata={"sheets": [s for s, table in sheets if table]},
+    )
+
+
+def _xls_cell_text(cell: Any, datemode: int) -> str:
+    import xlrd
+
+    if cell.ctype == xlrd.XL_CELL_DATE:
+        try:
+            return cell_text(xlrd.xldate_as_datetime(cell.value, datemode))
+        except (ValueError, OverflowError, xlrd.xldate.XLDateError):
+            return cell_text(cell.value)
+    if cell.ctype == xlrd.XL_CELL_BOOLEAN:
+        return cell_text(bool(cell.value))
+    if cell.ctype in (xlrd.XL_CELL_ERROR, xlrd.XL_CELL_EMPTY, xlrd.XL_CELL_BLANK):
+        return ""
+    return cell_text(cell.value)
+
+
+def _xls_sheet_cells(sheet: Any, datemode: int) -> tuple[list[list[str]], list[Span]]:
+    width = sheet.ncols
+    grid = [[_xls_cell_text(cell, datemode) for cell in sheet.row(r)] for r in range(sheet.nrows)]
+    grid = [row + [""] * (width - len(row)) for row in grid]
+    spans: list[Span] = []
+    # xlrd: (first_row, last_row + 1, first_col, last_col + 1)
+    for rlo, rhi, clo, chi in sheet.merged_cells:
+        if rlo < len(grid) and clo < width:
+            spans.append((rlo, clo, min(rhi - 1, len(grid) - 1), min(chi - 1, width - 1)))
+    return grid, spans
 
 
 def _sheet_cells(sheet: Any) -> tuple[list[list[str]], list[Span]]:

@@ -72,6 +72,9 @@ def check_content(name: str, data: bytes) -> str:
     elif doc_type in ("docx", "xlsx", "pptx"):
         if not data.startswith(b"PK\x03\x04"):
             raise UploadRejected(415, f"content is not a {ext} (not a ZIP/OOXML package)")
+    elif doc_type == "xls":
+        if not data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+            raise UploadRejected(415, "content is not a .xls (not an OLE2/BIFF workbook)")
     else:
         reason = sniff_binary(head)
         if reason is None and not head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 BOMs

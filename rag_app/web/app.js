@@ -23,6 +23,7 @@
     pollTimer: null,
     loadSeq: 0,
     chunkDocId: null,
+    selected: {}, // doc_id -> filename: ask only within these documents (doc_ids)
   };
 
   // ---------------------------------------------------------------- helpers
@@ -381,6 +382,10 @@
         delete state.rows[id];
       }
     });
+    Object.keys(state.selected).forEach(function (id) {
+      if (!seen[id]) delete state.selected[id]; // a deleted document leaves the filter
+    });
+    renderFilter();
     $("doc-empty").hidden = docs.length > 0;
     loadHealth();
   }
@@ -388,10 +393,20 @@
   function buildRow(doc) {
     var id = doc.doc_id;
     var tr = el("tr", { "data-testid": "doc-row", "data-doc-id": id });
+    var pick = el("input", {
+      type: "checkbox", class: "pick", "data-testid": "doc-select",
+      title: "只在选中的文档中提问", "aria-label": "选中此文档（只在选中的文档中提问）",
+    });
+    pick.addEventListener("change", function () { toggleSelected(id, pick.checked); });
     var nameCell = el(
       "td",
       { class: "name" },
-      el("div", { class: "filename", "data-testid": "doc-filename" }),
+      el(
+        "div",
+        { class: "name-line" },
+        pick,
+        el("div", { class: "filename", "data-testid": "doc-filename" })
+      ),
       el("div", { class: "sub muted", "data-testid": "doc-sub" })
     );
     var statusCell = el(
@@ -465,7 +480,41 @@
     upd.title = doc.updated_at ? String(doc.updated_at) : "";
 
     tr.querySelector("[data-testid=chunks-button]").disabled = !(doc.chunk_count > 0);
+    var pick = tr.querySelector("[data-testid=doc-select]");
+    pick.checked = !!state.selected[doc.doc_id];
+    if (pick.checked) state.selected[doc.doc_id] = doc.filename || doc.doc_id;
     applyRowRole(tr);
+  }
+
+  // ---------------------------------------------------------------- document filter
+
+  function toggleSelected(id, on) {
+    if (on) {
+      var doc = state.docs.filter(function (d) { return d.doc_id === id; })[0];
+      state.selected[id] = (doc && doc.filename) || id;
+    } else delete state.selected[id];
+    renderFilter();
+  }
+
+  function clearSelected() {
+    state.selected = {};
+    Object.keys(state.rows).forEach(function (id) {
+      state.rows[id].querySelector("[data-testid=doc-select]").checked = false;
+    });
+    renderFilter();
+  }
+
+  /** The chosen documents' names, in the list's order. */
+  function selectedNames() {
+    return Object.keys(state.selected).map(function (id) { return state.selected[id]; });
+  }
+
+  function renderFilter() {
+    var ids = Object.keys(state.selected);
+    var box = $("doc-filter");
+    box.hidden = ids.length === 0;
+    $("doc-filter-count").textContent = "只在选中的文档中提问 (" + ids.length + ")";
+    $("doc-filter-names").textContent = selectedNames().join("、");
   }
 
   function reparse(id) {
@@ -698,9 +747,12 @@
     btn.disabled = true;
     $("ask-status").textContent = "检索并生成答案中…";
     show($("ask-error"), "");
-    api("/api/ask", { method: "POST", json: { question: q, top_k: 5, doc_ids: null } }).then(
+    var ids = Object.keys(state.selected);
+    var scope = ids.length ? selectedNames() : null;
+    var body = { question: q, top_k: 5, doc_ids: ids.length ? ids : null };
+    api("/api/ask", { method: "POST", json: body }).then(
       function (res) {
-        renderAnswer(res);
+        renderAnswer(res, scope);
       },
       function (err) {
         show($("ask-error"), "提问失败：" + errText(err));
@@ -711,8 +763,10 @@
     });
   }
 
-  function renderAnswer(res) {
+  /** `scope`: the names of the documents the question was limited to (null: all of them). */
+  function renderAnswer(res, scope) {
     lastAnswer = res;
+    show($("answer-scope"), scope ? "仅限选中的文档 (" + scope.length + ")：" + scope.join("、") : "");
     var sources = res.sources || [];
     var box = $("answer-box");
     var out = $("answer");
@@ -752,7 +806,7 @@
           "li",
           { class: "source", "data-testid": "source-item" },
           markerButton(i + 1),
-          el("span", { class: "src-file", text: s.filename || s.doc_id }),
+          el("span", { class: "src-file", "data-testid": "source-file", text: s.filename || s.doc_id }),
           pathNode(s.title_path),
           el("span", { class: "chip", text: "score " + fmtScore(s.score) })
         )
@@ -845,6 +899,7 @@
     });
     $("refresh").addEventListener("click", function () { loadMe().then(loadDocs); });
     $("chunk-close").addEventListener("click", closeChunks);
+    $("doc-filter-clear").addEventListener("click", clearSelected);
     $("ask-form").addEventListener("submit", function (e) {
       e.preventDefault();
       ask();

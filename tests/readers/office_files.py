@@ -30,6 +30,43 @@ def make_xlsx(*, rows: list[tuple[int, int, int]] | None = None) -> bytes:
     return out.getvalue()
 
 
+def make_xls(*, rows: list[tuple[int, int, int]] | None = None) -> bytes:
+    """The workbook of :func:`make_xlsx` as a legacy Excel 97–2003 file (xlwt), plus a date
+    and a boolean on the 说明 sheet."""
+    import datetime as dt
+
+    import xlwt
+
+    book = xlwt.Workbook(encoding="utf-8")
+    rates = book.add_sheet("费率表")
+    rates.write_merge(0, 1, 0, 0, "年龄")  # rows 0–1, column 0
+    rates.write_merge(0, 0, 1, 2, "年交保费（元）")  # row 0, columns 1–2
+    rates.write(1, 1, "男")
+    rates.write(1, 2, "女")
+    for r, row in enumerate(rows if rows is not None else RATE_ROWS, start=2):
+        for c, value in enumerate(row):
+            rates.write(r, c, value)
+    notes = book.add_sheet("说明")
+    date_style = xlwt.easyxf(num_format_str="YYYY-MM-DD")
+    for r, (key, value) in enumerate(
+        [
+            ("项目", "内容"),
+            ("犹豫期", "客户签收保单后十五日内可无条件退保"),
+            ("等待期", "合同生效后九十天为疾病等待期"),
+            ("生效日期", dt.date(2024, 3, 1)),
+            ("可续保", True),
+        ]
+    ):
+        notes.write(r, 0, key)
+        if isinstance(value, dt.date):
+            notes.write(r, 1, value, date_style)
+        else:
+            notes.write(r, 1, value)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
 CSV_TEXT = "城市,住宿标准（元/晚）,餐补（元/天）\n北京,600,100\n上海,580,100\n乌鲁木齐,420,80\n"
 
 

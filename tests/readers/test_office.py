@@ -1,4 +1,4 @@
-"""Spreadsheet (.xlsx, .csv) and slide (.pptx) readers: Markdown out, chunked like any table."""
+"""Spreadsheet (.xlsx, .xls, .csv) and slide (.pptx) readers: Markdown out, chunked like any table."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from rag_app.chunking import chunk_document
 from rag_app.readers import ReaderError, read_bytes
 from rag_app.readers.sheets import fold_header, header_depth, sheet_table
-from tests.readers.office_files import CSV_TEXT, make_pptx, make_xlsx
+from tests.readers.office_files import CSV_TEXT, make_pptx, make_xls, make_xlsx
 
 
 def test_xlsx_every_sheet_is_a_table_under_its_name_with_the_merged_header_folded() -> None:
@@ -19,6 +19,43 @@ def test_xlsx_every_sheet_is_a_table_under_its_name_with_the_merged_header_folde
         "| 20 | 1000 | 900 |\n"
     )
     assert "## 说明\n\n| 项目 | 内容 |" in parsed.text
+
+
+def test_xls_is_read_like_xlsx_merged_header_dates_and_booleans() -> None:
+    data = make_xls(rows=[(20, 1000, 900), (21, 1010, 910)])
+    assert data.startswith(b"\xd0\xcf\x11\xe0")  # a real OLE2/BIFF file, not an .xlsx
+    parsed = read_bytes(data, "费率.xls")
+    assert (parsed.doc_type, parsed.fmt, parsed.title) == ("xls", "markdown", None)
+    assert parsed.metadata["sheets"] == ["费率表", "说明"]
+    # the same Markdown as the .xlsx with the same cells
+    xlsx = read_bytes(make_xlsx(rows=[(20, 1000, 900), (21, 1010, 910)]), "费率.xlsx")
+    assert parsed.text.split("## 说明")[0] == xlsx.text.split("## 说明")[0]
+    assert parsed.text.startswith(
+        "## 费率表\n\n| 年龄 | 年交保费（元）/男 | 年交保费（元）/女 |\n| --- | --- | --- |\n"
+        "| 20 | 1000 | 900 |\n| 21 | 1010 | 910 |\n\n## 说明\n\n| 项目 | 内容 |"
+    )
+    assert "| 生效日期 | 2024-03-01 |" in parsed.text
+    assert "| 可续保 | 是 |" in parsed.text
+
+
+def test_a_long_xls_sheet_splits_by_rows_with_the_folded_header_repeated() -> None:
+    parsed = read_bytes(make_xls(), "费率.xls")
+    chunks = chunk_document(parsed.text, parsed.fmt, title=parsed.title, chunk_size=120)
+    rate_chunks = [c for c in chunks if c.title_path == ["费率表"]]
+    assert len(rate_chunks) > 2
+    assert all("| 年龄 | 年交保费（元）/男 | 年交保费（元）/女 |" in c.text for c in rate_chunks)
+    assert any("| 59 | 1390 | 1290 |" in c.text for c in rate_chunks)
+
+
+def test_xls_rejects_what_is_not_a_legacy_workbook() -> None:
+    with pytest.raises(ReaderError, match=r"^not a valid \.xls file \(looks like an \.xlsx"):
+        read_bytes(make_xlsx(), "a.xls")
+    with pytest.raises(ReaderError, match=r"looks like a legacy \.xls file; rename it \.xls"):
+        read_bytes(make_xls(), "a.xlsx")
+    with pytest.raises(ReaderError, match=r"^not a valid \.xls file"):
+        read_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600, "a.xls")
+    with pytest.raises(ReaderError, match=r"^not a valid \.xls file"):
+        read_bytes(make_xls()[:1500], "a.xls")
 
 
 def test_a_long_sheet_splits_by_rows_with_the_folded_header_repeated() -> None:

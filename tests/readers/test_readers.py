@@ -47,6 +47,7 @@ def test_supported_extensions_mapping() -> None:
         ".htm": "html",
         ".xlsx": "xlsx",
         ".xlsm": "xlsx",
+        ".xls": "xls",
         ".csv": "csv",
         ".pptx": "pptx",
     }

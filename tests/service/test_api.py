@@ -197,6 +197,8 @@ class TestUploadSafety:
         for name in ("a.xlsx", "a.pptx"):
             rejected = service.upload(name, "plain text")
             assert rejected.status_code == 415 and "ZIP/OOXML" in rejected.json()["detail"]
+        rejected = service.upload("a.xls", "plain text")
+        assert rejected.status_code == 415 and "OLE2/BIFF" in rejected.json()["detail"]
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w") as z:
             z.writestr("word/document.xml", "<w:document/>")

@@ -455,3 +455,95 @@ def test_reader_and_bad_keys(live: Live, page: Any, tmp_path: Path) -> None:
     expect(page.get_by_test_id("whoami")).to_contain_text("reader")
 
     watch.assert_clean(expected_statuses=(401,))
+
+
+LEAVE_MD = (
+    "# 年假规定\n\n## 年假天数\n\n员工每年享有带薪年假 12 天，入职满十年的员工每年享有 15 天。\n"
+)
+CLAIM_MD = "# 报销流程\n\n## 报销时限\n\n费用报销须在费用发生后 30 日内提交，逾期不予受理。\n"
+
+
+def test_document_filter_limits_the_question_to_the_chosen_documents(
+    live: Live, page: Any, tmp_path: Path
+) -> None:
+    """Ticking documents sends their ids as doc_ids: a question answered by document A, asked
+    within B only, gets nothing from A; asked within A, it cites A."""
+    import httpx
+
+    watch = PageWatch().attach(page)
+    shot = Shots(page, tmp_path)
+    headers = {"Authorization": f"Bearer {live.editor_key}"}
+    ids: dict[str, str] = {}
+    for name, text in (("年假规定.md", LEAVE_MD), ("报销流程.md", CLAIM_MD)):
+        response = httpx.post(
+            f"{live.url}/api/documents",
+            files={"file": (name, text.encode())},
+            headers=headers,
+            timeout=30,
+        )
+        assert response.status_code == 202, response.text
+        ids[name] = response.json()["doc_id"]
+    try:
+        page.goto(live.url + "/")
+        _save_key(page, live.editor_key)
+        rows = {
+            n: page.locator(f"[data-testid=doc-row][data-doc-id='{i}']") for n, i in ids.items()
+        }
+        for row in rows.values():
+            expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+        doc_filter = page.get_by_test_id("doc-filter")
+        expect(doc_filter).to_be_hidden()  # nothing chosen: the whole knowledge base
+
+        requests: list[Any] = []
+        page.on(
+            "request",
+            lambda r: requests.append(r.post_data_json) if r.url.endswith("/api/ask") else None,
+        )
+        question = "员工每年有多少天带薪年假？"
+        answer = page.get_by_test_id("answer")
+        scope = page.get_by_test_id("answer-scope")
+        sources = page.get_by_test_id("source-file")
+
+        # only B (报销流程) chosen: nothing from A, the leave question is not answered from it
+        rows["报销流程.md"].get_by_test_id("doc-select").check()
+        expect(doc_filter).to_be_visible()
+        expect(page.get_by_test_id("doc-filter-count")).to_have_text("只在选中的文档中提问 (1)")
+        expect(page.get_by_test_id("doc-filter-names")).to_have_text("报销流程.md")
+        page.get_by_test_id("ask-input").fill(question)
+        page.get_by_test_id("ask-button").click()
+        expect(scope).to_have_text("仅限选中的文档 (1)：报销流程.md")
+        expect(answer).not_to_be_empty()
+        assert requests[-1]["doc_ids"] == [ids["报销流程.md"]], requests
+        assert set(sources.all_inner_texts()) <= {"报销流程.md"}, sources.all_inner_texts()
+        refused = "refused" in (answer.get_attribute("class") or "")
+        assert refused or "12" not in answer.inner_text(), answer.inner_text()
+        shot("filter-other-document")
+
+        # A chosen instead: the answer cites A
+        rows["报销流程.md"].get_by_test_id("doc-select").uncheck()
+        expect(doc_filter).to_be_hidden()
+        rows["年假规定.md"].get_by_test_id("doc-select").check()
+        expect(page.get_by_test_id("doc-filter-names")).to_have_text("年假规定.md")
+        page.get_by_test_id("ask-button").click()
+        expect(scope).to_have_text("仅限选中的文档 (1)：年假规定.md")
+        expect(answer).to_contain_text("12")
+        expect(answer).not_to_have_class(re.compile("refused"))
+        assert requests[-1]["doc_ids"] == [ids["年假规定.md"]], requests
+        expect(answer.get_by_test_id("citation-marker").first).to_be_visible()
+        assert set(sources.all_inner_texts()) == {"年假规定.md"}, sources.all_inner_texts()
+
+        # both chosen, then cleared: the indicator counts them, the clear button unticks all
+        rows["报销流程.md"].get_by_test_id("doc-select").check()
+        expect(page.get_by_test_id("doc-filter-count")).to_have_text("只在选中的文档中提问 (2)")
+        page.get_by_test_id("doc-filter-clear").click()
+        expect(doc_filter).to_be_hidden()
+        for row in rows.values():
+            expect(row.get_by_test_id("doc-select")).not_to_be_checked()
+        page.get_by_test_id("ask-button").click()
+        expect(scope).to_be_hidden()
+        expect(answer).to_contain_text("12")
+        assert requests[-1]["doc_ids"] is None, requests
+        watch.assert_clean()
+    finally:
+        for doc_id in ids.values():
+            httpx.delete(f"{live.url}/api/documents/{doc_id}", headers=headers, timeout=30)
