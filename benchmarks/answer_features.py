@@ -14,6 +14,8 @@ import hashlib
 import json
 import pickle
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,6 +153,23 @@ def dummy_model() -> AnswerModel:
         version="features-only", unit=_zero(list(FEATURES)), gate=_zero(list(QUESTION_FEATURES)),
         thresholds={"strict": 0.5, "balanced": 0.5, "lenient": 0.5},
     )  # fmt: skip
+
+
+@contextmanager
+def feature_locator(name: str) -> Iterator[AnswerLocator]:
+    """A features-only locator over the data set's cached KB, unit embeddings cached on disk."""
+    path = require_shared(name)[name]
+    kb = kb_for(name, path / "docs")
+    embed = EmbedCache(kb.embed_model, CACHE / f"answer-embeddings-{name}.pkl")
+    locator = AnswerLocator(
+        dummy_model(), QuestionAnalyzer(), TermStatistics(kb.ledger), threshold=0.5
+    )
+    locator.extractor.embed = embed
+    try:
+        yield locator
+    finally:
+        embed.save()
+        kb.close()
 
 
 def examples(name: str, *, refresh: bool = False) -> list[Example]:

@@ -17,19 +17,14 @@ from typing import Any
 import numpy as np
 from answer_features import (
     CACHE,
-    EmbedCache,
     Example,
-    dummy_model,
     examples,
+    feature_locator,
     feature_version,
-    kb_for,
-    require_shared,
 )
 
-from rag_app.analysis.question import QuestionAnalyzer
 from rag_app.answer.locator import AnswerLocator
 from rag_app.answer.question_features import question_terms
-from rag_app.retrieval.stats import TermStatistics
 
 PER_HALF = 300
 # data sets whose labels mark the answer units precisely enough to cut them out
@@ -55,7 +50,6 @@ def probes(name: str) -> list[Example]:
     if out_path.exists():
         data: list[Example] = pickle.loads(out_path.read_bytes())
         return data
-    path = require_shared(name)[name]
     evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
     rng = random.Random(f"probes:{name}")
     pool_texts = [
@@ -63,11 +57,21 @@ def probes(name: str) -> list[Example]:
         for nd in evidence[key]["nodes"][:2]
     ]  # fmt: skip
     nouns = _nouns(pool_texts)
-    kb = kb_for(name, path / "docs")
-    embed = EmbedCache(kb.embed_model, CACHE / f"answer-embeddings-{name}.pkl")
-    analyzer = QuestionAnalyzer()
-    locator = AnswerLocator(dummy_model(), analyzer, TermStatistics(kb.ledger), threshold=0.5)
-    locator.extractor.embed = embed
+    with feature_locator(name) as locator:
+        out = _head_swaps(base, evidence, nouns, locator, rng)
+    out_path.write_bytes(pickle.dumps(out))
+    print(f"{name}: {len(out)} head-swap probes")
+    return out
+
+
+def _head_swaps(
+    base: list[Example],
+    evidence: dict[str, Any],
+    nouns: list[str],
+    locator: AnswerLocator,
+    rng: random.Random,
+) -> list[Example]:
+    analyzer = locator.analyzer
     out: list[Example] = []
     count = {"calibration": 0, "check": 0}
     for e in rng.sample(base, len(base)):
@@ -86,14 +90,10 @@ def probes(name: str) -> list[Example]:
         _, units, x = locator.features(question, nodes)
         freqs = locator.stats.frequencies(question_terms(analyzer(question)))[0]
         out.append(
-            Example(name, e.half, e.qid + "#probe", "probe", x, np.zeros(len(units), dtype=np.int8),
+            Example(e.dataset, e.half, e.qid + "#probe", "probe", x, np.zeros(len(units), dtype=np.int8),
                     [u.text for u in units], [], question, freqs)
         )  # fmt: skip
         count[e.half] += 1
-    embed.save()
-    kb.close()
-    out_path.write_bytes(pickle.dumps(out))
-    print(f"{name}: {len(out)} head-swap probes")
     return out
 
 
@@ -123,35 +123,28 @@ def excised(name: str) -> list[Example]:
         data: list[Example] = pickle.loads(out_path.read_bytes())
         return data
     base = [e for e in examples(name) if e.kind == "answerable" and e.y.any()]
-    path = require_shared(name)[name]
     evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
     rng = random.Random(f"excised:{name}")
-    kb = kb_for(name, path / "docs")
-    embed = EmbedCache(kb.embed_model, CACHE / f"answer-embeddings-{name}.pkl")
-    analyzer = QuestionAnalyzer()
-    locator = AnswerLocator(dummy_model(), analyzer, TermStatistics(kb.ledger), threshold=0.5)
-    locator.extractor.embed = embed
     out: list[Example] = []
     count = {"calibration": 0, "check": 0}
-    for e in rng.sample(base, len(base)):
-        if count[e.half] >= PER_HALF:
-            continue
-        nodes = evidence[e.qid]["nodes"]
-        _, units, _ = locator.features(e.question, nodes)
-        if len(units) != len(e.y):
-            continue
-        cut = _excise(nodes, units, e.y)
-        _, units2, x = locator.features(e.question, cut)
-        if not units2:
-            continue
-        out.append(
-            Example(name, e.half, e.qid + "#excised", "excised", x,
-                    np.zeros(len(units2), dtype=np.int8), [u.text for u in units2], [],
-                    e.question, e.frequencies)
-        )  # fmt: skip
-        count[e.half] += 1
-    embed.save()
-    kb.close()
+    with feature_locator(name) as locator:
+        for e in rng.sample(base, len(base)):
+            if count[e.half] >= PER_HALF:
+                continue
+            nodes = evidence[e.qid]["nodes"]
+            _, units, _ = locator.features(e.question, nodes)
+            if len(units) != len(e.y):
+                continue
+            cut = _excise(nodes, units, e.y)
+            _, units2, x = locator.features(e.question, cut)
+            if not units2:
+                continue
+            out.append(
+                Example(name, e.half, e.qid + "#excised", "excised", x,
+                        np.zeros(len(units2), dtype=np.int8), [u.text for u in units2], [],
+                        e.question, e.frequencies)
+            )  # fmt: skip
+            count[e.half] += 1
     out_path.write_bytes(pickle.dumps(out))
     print(f"{name}: {len(out)} excised-answer probes")
     return out
