@@ -211,8 +211,8 @@ def _fts_phrase(token: str) -> str:
 def _pg_tsquery(tokens: Sequence[str], params: dict[str, Any]) -> str:
     """SQL for the OR of ``phraseto_tsquery('simple', term)`` over the terms, each term a bound
     parameter: a term never becomes SQL or tsquery syntax. PostgreSQL's parser makes the same
-    lexemes of a term as it made of the indexed tokens; a term of several lexemes ("陈 某某" from
-    the gate, or "v2-beta") must match them adjacent, as an FTS5 phrase does."""
+    lexemes of a term as it made of the indexed tokens; a term of several lexemes (a
+    name split in two, or "v2-beta") must match them adjacent, as an FTS5 phrase does."""
     parts = []
     for i, token in enumerate(tokens):
         params[f"q{i}"] = token
@@ -931,18 +931,6 @@ class Ledger:
         with self.engine.connect() as conn:
             lo, hi = conn.execute(select(lowest, highest)).one()
         return lo == hi == tenant
-
-    def phrase_frequency(self, phrase: str, *, tenant: str, cap: int) -> int:
-        """How many indexed chunks hold ``phrase`` (index tokens in a row: "首席 财务 官"),
-        counted up to ``cap``; unranked, so cheap where a ranked search is not (SQLite: FTS5
-        ranks a phrase itself). Other backends count ``keyword_search``'s hits."""
-        if not self.is_sqlite:
-            return len(self.keyword_search([phrase], tenant=tenant, limit=cap))
-        sql = text(
-            "SELECT count(*) FROM (SELECT rowid FROM chunk_fts WHERE chunk_fts MATCH :q LIMIT :n)"
-        )
-        with self.engine.connect() as conn:
-            return int(conn.execute(sql, {"q": _fts_phrase(phrase), "n": cap}).scalar_one())
 
     def keyword_search_ranked(
         self,

@@ -252,17 +252,6 @@ def test_keyword_search_honours_tenant_documents_and_active_version(ledger: Ledg
     assert ledger.keyword_search(["密码"], tenant="acme", limit=0) == []
 
 
-def test_phrase_frequency_counts_chunks_with_the_tokens_in_a_row(ledger: Ledger) -> None:
-    """The gate asks how rare a compound ("首席财务官") is: chunks holding its index tokens in a
-    row, counted up to a cap (not chunks with the words apart: 首席执行官…财务总监)."""
-    add_version(ledger, "r1", ["公司的首席财务官，由张某担任", "首席财务官负责财务报告"])
-    add_version(ledger, "r2", ["首席执行官李某兼任财务总监", "财务部门由首席执行官分管"])
-    phrase = " ".join(tokenize("首席财务官"))
-    assert ledger.phrase_frequency(phrase, tenant="default", cap=10) == 2
-    assert ledger.phrase_frequency(phrase, tenant="default", cap=1) == 1
-    assert ledger.phrase_frequency(" ".join(tokenize("会计政策")), tenant="default", cap=10) == 0
-
-
 def test_keyword_search_ranks_by_bm25(ledger: Ledger) -> None:
     add_version(
         ledger,
