@@ -20,7 +20,7 @@ from docx.text.paragraph import Paragraph
 
 from rag_app.readers._markdown import escape_block_start, gfm_table, one_line
 from rag_app.readers.base import ParsedFile, ReaderError
-from rag_app.readers.text import normalize_newlines, sniff_binary
+from rag_app.readers.text import normalize_newlines, require_zip_package
 
 __all__ = ["read_docx"]
 
@@ -63,13 +63,7 @@ def read_docx(data: bytes) -> ParsedFile:
 
 
 def _open(data: bytes) -> Any:
-    kind = sniff_binary(data)
-    if kind and not kind.startswith("ZIP"):
-        if kind.startswith("legacy Office"):
-            raise ReaderError(
-                "not a valid .docx file (looks like a legacy .doc file; save it as .docx)"
-            )
-        raise ReaderError(f"not a valid .docx file (looks like {kind})")
+    require_zip_package(data, ".docx", "a legacy .doc file; save it as .docx")
     try:
         return Document(io.BytesIO(data))
     except MemoryError:  # over the parse's memory limit: not a broken file

@@ -23,7 +23,7 @@ from typing import Any
 
 from rag_app.readers._markdown import escape_block_start, gfm_table, one_line
 from rag_app.readers.base import ParsedFile, ReaderError
-from rag_app.readers.text import decode_text, normalize_newlines, sniff_binary
+from rag_app.readers.text import decode_text, normalize_newlines, require_zip_package, sniff_binary
 
 __all__ = ["fold_header", "header_depth", "read_csv", "read_xls", "read_xlsx", "render_sheets"]
 
@@ -124,13 +124,7 @@ def render_sheets(sheets: Sequence[tuple[str, str]]) -> str:
 
 def read_xlsx(data: bytes, name: str = "") -> ParsedFile:
     """Read an Excel workbook (``.xlsx``/``.xlsm``): every sheet a table under its name."""
-    kind = sniff_binary(data)
-    if kind and not kind.startswith("ZIP"):
-        if kind.startswith("legacy Office"):
-            raise ReaderError(
-                "not a valid .xlsx file (looks like a legacy .xls file; rename it .xls)"
-            )
-        raise ReaderError(f"not a valid .xlsx file (looks like {kind})")
+    require_zip_package(data, ".xlsx", "a legacy .xls file; rename it .xls")
     try:
         from openpyxl import load_workbook
 

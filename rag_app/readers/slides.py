@@ -17,7 +17,7 @@ from typing import Any
 
 from rag_app.readers._markdown import escape_block_start, gfm_table, one_line
 from rag_app.readers.base import ParsedFile, ReaderError
-from rag_app.readers.text import sniff_binary
+from rag_app.readers.text import require_zip_package
 
 __all__ = ["read_pptx"]
 
@@ -78,13 +78,7 @@ def _is_title_slide(title_shape: Any) -> bool:
 
 
 def _open(data: bytes) -> Any:
-    kind = sniff_binary(data)
-    if kind and not kind.startswith("ZIP"):
-        if kind.startswith("legacy Office"):
-            raise ReaderError(
-                "not a valid .pptx file (looks like a legacy .ppt file; save as .pptx)"
-            )
-        raise ReaderError(f"not a valid .pptx file (looks like {kind})")
+    require_zip_package(data, ".pptx", "a legacy .ppt file; save as .pptx")
     try:
         from pptx import Presentation
 

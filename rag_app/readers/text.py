@@ -94,6 +94,17 @@ def sniff_binary(data: bytes) -> str | None:
     return None
 
 
+def require_zip_package(data: bytes, ext: str, legacy: str) -> None:
+    """Refuse ``data`` offered as an Office Open XML ``ext`` file (.docx/.xlsx/.pptx, a ZIP
+    package) when it starts with another format's magic; ``legacy`` says what a legacy Office
+    file of that kind is and what to do with it ("a legacy .doc file; save it as .docx")."""
+    kind = sniff_binary(data)
+    if kind and not kind.startswith("ZIP"):
+        if kind.startswith("legacy Office"):
+            raise ReaderError(f"not a valid {ext} file (looks like {legacy})")
+        raise ReaderError(f"not a valid {ext} file (looks like {kind})")
+
+
 def normalize_newlines(text: str) -> str:
     """Turn ``\\r\\n`` and lone ``\\r`` into ``\\n``."""
     return _NEWLINES_RE.sub("\n", text)
