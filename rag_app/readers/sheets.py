@@ -137,18 +137,7 @@ def read_xlsx(data: bytes, name: str = "") -> ParsedFile:
     sheets: list[tuple[str, str]] = []
     for sheet in book.worksheets:
         sheets.append((sheet.title, sheet_table(*_sheet_cells(sheet))))
-    text = render_sheets(sheets)
-    if not text:
-        raise ReaderError("empty workbook (no cell text in any sheet)")
-    title = _core_title(book)
-    return ParsedFile(
-        text=text,
-        doc_type="xlsx",
-        fmt="markdown",
-        title=title,
-        encoding=None,
-        metadata={"sheets": [s for s, table in sheets if table]},
-    )
+    return _workbook(sheets, "xlsx", _core_title(book))
 
 
 def read_xls(data: bytes, name: str = "") -> ParsedFile:
@@ -169,14 +158,19 @@ def read_xls(data: bytes, name: str = "") -> ParsedFile:
     sheets: list[tuple[str, str]] = []
     for sheet in book.sheets():
         sheets.append((sheet.name, sheet_table(*_xls_sheet_cells(sheet, book.datemode))))
+    return _workbook(sheets, "xls", None)
+
+
+def _workbook(sheets: list[tuple[str, str]], doc_type: str, title: str | None) -> ParsedFile:
+    """The parsed workbook: every (sheet name, table) rendered, refused when all are empty."""
     text = render_sheets(sheets)
     if not text:
         raise ReaderError("empty workbook (no cell text in any sheet)")
     return ParsedFile(
         text=text,
-        doc_type="xls",
+        doc_type=doc_type,
         fmt="markdown",
-        title=None,
+        title=title,
         encoding=None,
         metadata={"sheets": [s for s, table in sheets if table]},
     )
