@@ -24,7 +24,6 @@ from rag_app.answer.question_features import question_terms, question_vector
 from rag_app.answer.units import AnswerUnit, evidence_units
 from rag_app.retrieval.stats import TermStatistics
 
-KEEP_UNITS = 8  # scored units a decision carries
 TYPE_WORDS = {
     "duration": "时长",
     "date": "日期或时间",
@@ -54,7 +53,9 @@ class AnswerDecision(BaseModel):
     explanation: str | None = Field(None, description="The reason in words a user can act on.")
     best: float = Field(0.0, description="P(the evidence answers the question), gate model.")
     threshold: float = 0.0
-    units: list[ScoredUnit] = Field(default_factory=list)
+    units: list[ScoredUnit] = Field(
+        default_factory=list, description="Every unit of the evidence, best first."
+    )
     analysis: QuestionAnalysis | None = None
 
 
@@ -124,7 +125,7 @@ class AnswerLocator:
             reason, explanation = self._why(analysis, nodes, scored[0], x[order[0]], best)
         return AnswerDecision(
             refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
-            threshold=self.threshold, units=scored[:KEEP_UNITS], analysis=analysis,
+            threshold=self.threshold, units=scored, analysis=analysis,
         )  # fmt: skip
 
     def _why(

@@ -52,3 +52,20 @@ def test_headings_are_not_units_and_nodes_are_numbered() -> None:
     ]
     units = evidence_units(nodes)
     assert [(u.source, u.text) for u in units] == [(1, "正文第一句。"), (2, "另一份资料的句子。")]
+
+
+def test_a_decision_carries_every_unit_of_the_evidence() -> None:
+    from rag_app.analysis import QuestionAnalyzer
+    from rag_app.answer.locator import AnswerLocator
+    from rag_app.answer.model import AnswerModel
+    from rag_app.retrieval.stats import TermStatistics
+
+    items = "\n".join(f"（{n}）第{n}项要求的内容；" for n in "一二三四五六七八九十")
+    text = f"第五条 员工应当遵守下列要求：\n{items}\n"
+    nodes = [NodeWithScore(node=TextNode(text=text, metadata={"title_path": ""}))]
+    locator = AnswerLocator(
+        AnswerModel.load(), QuestionAnalyzer(), TermStatistics(None), threshold=0.0
+    )
+    decision = locator.locate("员工应当遵守哪些要求？", nodes)
+    # compose() brings a leading lead-in's items from decision.units: none may be cut off
+    assert len(decision.units) == len(evidence_units(nodes)) == 11
