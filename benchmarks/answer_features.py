@@ -25,7 +25,7 @@ from common import CACHE, dev_half, kb_for, load_questions, require_shared
 
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.answer.features import FEATURES
-from rag_app.answer.locator import AnswerLocator
+from rag_app.answer.locator import AnswerLocator, cosines
 from rag_app.answer.model import AnswerModel, LinearModel
 from rag_app.answer.question_features import QUESTION_FEATURES, question_terms
 from rag_app.answer.units import AnswerUnit
@@ -115,11 +115,7 @@ class EmbedCache:
     def __call__(self, question: str, texts: list[str]) -> list[float]:
         if not texts:
             return []
-        q = self._vec([question], True)[0].astype(np.float64)
-        m = np.stack(self._vec(texts, False)).astype(np.float64)
-        denom = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
-        denom[denom == 0] = 1.0
-        return [float(v) for v in (m @ q) / denom]
+        return cosines(self._vec([question], True)[0], np.stack(self._vec(texts, False)))
 
     def save(self) -> None:
         if self.dirty:
