@@ -173,58 +173,36 @@ def examples(name: str, *, refresh: bool = False) -> list[Example]:
     evidence_path = CACHE / f"answer-{name}.pkl"
     stamp = evidence_path.stat().st_mtime_ns
     out_path = CACHE / f"answer-features-{name}-{version}-{stamp}.pkl"
-    path = require_shared(name)[name]
     if out_path.exists() and not refresh:
         data: list[Example] = pickle.loads(out_path.read_bytes())
-        questions = {it.id: it.question for it in load_questions(path)}
-        for e in data:
-            e.question = e.question or questions.get(e.qid, "")
-            e.half = dev_half(name, e.qid)
-        if any(not getattr(e, "frequencies", None) for e in data):
-            kb = kb_for(name, path / "docs")
-            stats = TermStatistics(kb.ledger)
-            for e in data:
-                e.frequencies = stats.frequencies(question_terms(e.analysis))[0]
-            kb.close()
-            out_path.write_bytes(pickle.dumps(data))
         return data
     evidence = pickle.loads(evidence_path.read_bytes())
-    items = {it.id: it for it in load_questions(path)}
-    kb = kb_for(name, path / "docs")
-    embed = EmbedCache(kb.embed_model, CACHE / f"answer-embeddings-{name}.pkl")
-    locator = AnswerLocator(
-        dummy_model(), QuestionAnalyzer(), TermStatistics(kb.ledger), threshold=0.5
-    )
-    locator.extractor.embed = embed
+    items = {it.id: it for it in load_questions(require_shared(name)[name])}
     out: list[Example] = []
-    for n, (key, entry) in enumerate(evidence.items(), start=1):
-        qid, near = (key[:-5], True) if key.endswith("#near") else (key, False)
-        item = items.get(qid)
-        if item is None:
-            continue
-        nodes = entry["nodes"]
-        _, units, x = locator.features(item.question, nodes)
-        gold = [
-            any(
-                str(nd.node.metadata.get("source", "")).replace("\\", "/").endswith("/" + g)
-                for g in item.gold_docs
-            )
-            for nd in nodes
-        ]
-        kind = "near" if near else ("answerable" if item.answerable else "unanswerable")
-        y = unit_labels(name, item, units, gold) if kind == "answerable" else [0] * len(units)
-        out.append(
-            Example(name, entry["half"], qid, kind, x, np.asarray(y, dtype=np.int8),
-                    [u.text for u in units], list(item.answers), item.question,
-            locator.stats.frequencies(question_terms(locator.analyzer(item.question)))[0])
-        )  # fmt: skip
-        if n % 500 == 0:
-            print(f"  features {name}: {n}/{len(evidence)}", flush=True)
-            embed.save()
-    embed.save()
-    kb.close()
-    for e in out:
-        e.half = dev_half(name, e.qid)
+    with feature_locator(name) as locator:
+        for n, (key, entry) in enumerate(evidence.items(), start=1):
+            qid, near = (key[:-5], True) if key.endswith("#near") else (key, False)
+            item = items.get(qid)
+            if item is None:
+                continue
+            nodes = entry["nodes"]
+            analysis, units, x = locator.features(item.question, nodes)
+            gold = [
+                any(
+                    str(nd.node.metadata.get("source", "")).replace("\\", "/").endswith("/" + g)
+                    for g in item.gold_docs
+                )
+                for nd in nodes
+            ]
+            kind = "near" if near else ("answerable" if item.answerable else "unanswerable")
+            y = unit_labels(name, item, units, gold) if kind == "answerable" else [0] * len(units)
+            out.append(
+                Example(name, dev_half(name, qid), qid, kind, x, np.asarray(y, dtype=np.int8),
+                        [u.text for u in units], list(item.answers), item.question,
+                        locator.stats.frequencies(question_terms(analysis))[0])
+            )  # fmt: skip
+            if n % 500 == 0:
+                print(f"  features {name}: {n}/{len(evidence)}", flush=True)
     out_path.write_bytes(pickle.dumps(out))
     print(json.dumps({"dataset": name, "examples": len(out), "version": version}))
     return out
