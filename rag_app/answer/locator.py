@@ -102,11 +102,20 @@ class AnswerLocator:
     def features(
         self, question: str, nodes: Sequence[NodeWithScore]
     ) -> tuple[QuestionAnalysis, list[AnswerUnit], np.ndarray]:
+        analysis, units, x, _, _ = self._read(question, nodes)
+        return analysis, units, x
+
+    def _read(
+        self, question: str, nodes: Sequence[NodeWithScore]
+    ) -> tuple[QuestionAnalysis, list[AnswerUnit], np.ndarray, dict[str, int], dict[str, float]]:
+        """The analysis, the units, their features, and the question's term frequencies and
+        IDF weights (read from the keyword index once for the whole decision)."""
         analysis = self.analyzer(question)
         units = evidence_units(nodes)
-        weights = self.stats.weights(analysis.terms)
+        freqs, total = self.stats.frequencies(question_terms(analysis))
+        weights = self.stats.idf(analysis.terms, freqs, total)
         x = self.extractor.matrix(analysis, weights, units, nodes)
-        return analysis, units, x
+        return analysis, units, x, freqs, weights
 
     def locate(self, question: str, nodes: Sequence[NodeWithScore]) -> AnswerDecision:
         if not nodes:
@@ -114,7 +123,7 @@ class AnswerLocator:
                 refused=True, reason="no_evidence", threshold=self.threshold,
                 explanation="在可查询的范围内没有检索到相关资料。",
             )  # fmt: skip
-        analysis, units, x = self.features(question, nodes)
+        analysis, units, x, freqs, weights = self._read(question, nodes)
         if not units:
             return AnswerDecision(
                 refused=True, reason="no_evidence", threshold=self.threshold, analysis=analysis,
@@ -123,14 +132,13 @@ class AnswerLocator:
         probs = self.model.unit_probabilities(x)
         order = np.argsort(-probs, kind="stable")
         scored = [ScoredUnit(unit=units[i], probability=round(float(probs[i]), 4)) for i in order]
-        freqs, _ = self.stats.frequencies(question_terms(analysis))
         best = self.model.answerable(
             question_vector(analysis, x, probs, freqs, [u.text for u in units])
         )
         refused = best < self.threshold
         reason = explanation = None
         if refused:
-            reason, explanation = self._why(analysis, nodes, scored[0], x[order[0]], best)
+            reason, explanation = self._why(analysis, weights, nodes, scored[0], x[order[0]], best)
         return AnswerDecision(
             refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
             threshold=self.threshold, units=scored, analysis=analysis,
@@ -139,6 +147,7 @@ class AnswerLocator:
     def _why(
         self,
         analysis: QuestionAnalysis,
+        weights: dict[str, float],
         nodes: Sequence[NodeWithScore],
         top: ScoredUnit,
         x: np.ndarray,
@@ -152,7 +161,6 @@ class AnswerLocator:
         for entity in analysis.entities:
             if lex.normalize(entity.lower()) not in everything:
                 return "entity_missing", f"检索到的资料中没有提到“{entity}”。"
-        weights = self.stats.weights(analysis.terms)
         missing = [
             t for t in analysis.terms if len(t) >= 2 and lex.normalize(t.lower()) not in everything
         ]

@@ -61,7 +61,10 @@ class TermStatistics:
 
     def weights(self, terms: Sequence[str]) -> dict[str, float]:
         """IDF of each term in the keyword index (1.0 each without a ledger)."""
+        return self.idf(terms, *self.frequencies(terms))
+
+    def idf(self, terms: Sequence[str], freqs: dict[str, int], total: int) -> dict[str, float]:
+        """:meth:`weights` from frequencies already read (of ``terms`` or more)."""
         if self.ledger is None:
             return dict.fromkeys(terms, 1.0)
-        freqs, total = self.frequencies(terms)
         return idf_weights(list(terms), freqs, total)
