@@ -24,9 +24,9 @@ from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
-from rag_app.synthesis.extractive import compose
+from rag_app.synthesis.extractive import citation_of, compose
 from rag_app.synthesis.prompts import SYSTEM_PROMPT, USER_TEMPLATE, format_evidence
-from rag_app.types import REFUSAL, Citation
+from rag_app.types import REFUSAL
 
 logger = logging.getLogger(__name__)
 
@@ -148,11 +148,7 @@ class CitationSynthesizer(BaseSynthesizer):
         text = (reply.message.content or "").strip()
         cleaned, kept = clean_markers(text, len(nodes))
         refused = not cleaned or REFUSAL.rstrip("。") in cleaned
-        citations = [
-            Citation(source=s.unit.source, kind=s.unit.kind, text=s.unit.text,
-                     start=s.unit.start, end=s.unit.end, probability=s.probability)
-            for s in decision.units[:KEY_UNITS] if s.unit.source in kept
-        ]  # fmt: skip
+        citations = [citation_of(s) for s in decision.units[:KEY_UNITS] if s.unit.source in kept]
         meta: dict[str, Any] = {
             "refused": refused, "mode": "llm", "markers": kept, "citations": citations,
             "decision": decision,

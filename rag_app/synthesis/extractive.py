@@ -20,6 +20,13 @@ SUPPORT_FLOOR = 0.3  # and at least this probability
 MAX_ITEMS = 12
 
 
+def citation_of(scored: ScoredUnit) -> Citation:
+    """The citation of a scored unit: its node number, kind, text, span and probability."""
+    u = scored.unit
+    return Citation(source=u.source, kind=u.kind, text=u.text, start=u.start, end=u.end,
+                    probability=scored.probability)  # fmt: skip
+
+
 def asked_column(unit: AnswerUnit, analysis: QuestionAnalysis, lexicon: Lexicon) -> int | None:
     """The column of a row the question asks for: the best match of the question's terms and
     head with a column name, and of the asked type with its value, among the columns whose
@@ -89,9 +96,5 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
         lines.append(f"{s.unit.text} [{s.unit.source}]")
         cited.append(s)
         support += 1
-    citations = [
-        Citation(source=s.unit.source, kind=s.unit.kind, text=s.unit.text, start=s.unit.start,
-                 end=s.unit.end, probability=s.probability)
-        for s in cited
-    ]  # fmt: skip
+    citations = [citation_of(s) for s in cited]
     return "\n".join(lines), citations
