@@ -93,8 +93,8 @@ def eval_cmd(
         err.print(f"[red]error:[/red] question file {qa} does not exist")
         raise typer.Exit(2)
 
-    from pipelines.evaluate import evaluate
     from rag_app.embeddings import EmbeddingLoadError
+    from rag_app.eval.pipeline import evaluate
     from rag_app.kb import KnowledgeBaseError
 
     progress = Progress(
