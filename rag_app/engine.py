@@ -32,7 +32,7 @@ from rag_app.postprocess.rerank import CrossEncoderReranker, LexicalReranker
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
-from rag_app.store.ledger import Ledger
+from rag_app.store.protocols import RetrievalLedger
 from rag_app.synthesis.citations import CitationSynthesizer, build_llm
 
 # (tenant, top_k, doc_ids) -> a retriever scoped to them
@@ -50,7 +50,7 @@ class AnswerResult:
 
 
 def build_reranker(
-    settings: Settings, ledger: Ledger, stats: TermStatistics, top_n: int
+    settings: Settings, ledger: RetrievalLedger, stats: TermStatistics, top_n: int
 ) -> BaseNodePostprocessor | None:
     spec = settings.rerank.strip()
     if spec == "none":
@@ -146,7 +146,7 @@ class AnswerEngine(BaseQueryEngine):
 
 def build_answer_engine(
     settings: Settings,
-    ledger: Ledger,
+    ledger: RetrievalLedger,
     embed_model: BaseEmbedding,
     retriever_factory: RetrieverFactory,
     stats: TermStatistics,

@@ -148,7 +148,7 @@ class TestIngest:
     def test_many_files_are_written_in_groups_and_reported_in_order(
         self, kb, tmp_path, monkeypatch
     ):
-        import rag_app.kb as kb_module
+        import rag_app.ingestion.service as kb_module
 
         monkeypatch.setattr(kb_module, "WRITE_GROUP_VECTORS", 3)
         docs = tmp_path / "docs"
@@ -177,7 +177,7 @@ class TestIngest:
     def test_a_failed_group_write_fails_its_files_and_keeps_their_old_versions(
         self, kb, tmp_path, monkeypatch
     ):
-        import rag_app.kb as kb_module
+        import rag_app.ingestion.service as kb_module
 
         docs = tmp_path / "docs"
         for i in range(4):

@@ -16,7 +16,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import Field, PrivateAttr
 
-from rag_app.store.ledger import Ledger
+from rag_app.store.protocols import ChunkReader
 from rag_app.types import ChunkInfo
 
 TERMINALS = tuple("。！？；.!?;”」）)】") + ("|", "```")
@@ -71,9 +71,9 @@ class NeighborExpansion(BaseNodePostprocessor):
     mode: Literal["auto", "always", "never"] = Field("auto")
     include_previous: bool = Field(False)
     context_budget: int = Field(6000, gt=0, description="Max characters of merged evidence.")
-    _ledger: Ledger = PrivateAttr()
+    _ledger: ChunkReader = PrivateAttr()
 
-    def __init__(self, ledger: Ledger, **data: Any) -> None:
+    def __init__(self, ledger: ChunkReader, **data: Any) -> None:
         super().__init__(**data)
         self._ledger = ledger
 

@@ -21,8 +21,8 @@ from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
 from rag_app.retrieval.tokenizer import label_tokens, query_tokens
-from rag_app.store.ledger import Ledger
 from rag_app.store.postings import single_term
+from rag_app.store.protocols import RetrievalLedger
 from rag_app.store.vectors import VectorStore
 from rag_app.types import ChunkInfo
 
@@ -92,7 +92,7 @@ class HybridRetriever(BaseRetriever):
     def __init__(
         self,
         *,
-        ledger: Ledger,
+        ledger: RetrievalLedger,
         vectors: VectorStore,
         embed_model: BaseEmbedding,
         scope: Scope,

@@ -12,9 +12,7 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 
-from sqlalchemy import and_, insert, select, update
-
-from rag_app.store.ledger import Ledger, api_keys
+from rag_app.store.ledger import Ledger
 
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -51,17 +49,14 @@ def create_key(ledger: Ledger, tenant: str, role: str | Role, name: str = "") ->
     role = Role(role)
     key_id = secrets.token_hex(4)
     key = f"rk_{key_id}_{secrets.token_urlsafe(24)}"
-    with ledger.engine.begin() as conn:
-        conn.execute(
-            insert(api_keys).values(
-                key_id=key_id,
-                key_hash=_hash(key),
-                tenant=tenant,
-                role=role.value,
-                name=name,
-                created_at=time.time(),
-            )
-        )
+    ledger.api_keys.add(
+        key_id=key_id,
+        key_hash=_hash(key),
+        tenant=tenant,
+        role=role.value,
+        name=name,
+        created_at=time.time(),
+    )
     return key
 
 
@@ -69,24 +64,14 @@ def verify_key(ledger: Ledger, key: str) -> KeyInfo | None:
     """The key's tenant and role, or None when it is unknown or revoked."""
     if not key or not key.startswith("rk_"):
         return None
-    with ledger.engine.connect() as conn:
-        row = (
-            conn.execute(
-                select(api_keys).where(
-                    and_(api_keys.c.key_hash == _hash(key), api_keys.c.revoked_at.is_(None))
-                )
-            )
-            .mappings()
-            .first()
-        )
+    row = ledger.api_keys.active_by_hash(_hash(key))
     if row is None:
         return None
     return KeyInfo(row["key_id"], row["tenant"], Role(row["role"]), row["name"], row["created_at"])
 
 
 def list_keys(ledger: Ledger) -> list[KeyInfo]:
-    with ledger.engine.connect() as conn:
-        rows = conn.execute(select(api_keys).order_by(api_keys.c.created_at)).mappings().all()
+    rows = ledger.api_keys.all()
     return [
         KeyInfo(
             r["key_id"],
@@ -101,10 +86,4 @@ def list_keys(ledger: Ledger) -> list[KeyInfo]:
 
 
 def revoke_key(ledger: Ledger, key_id: str) -> bool:
-    with ledger.engine.begin() as conn:
-        result = conn.execute(
-            update(api_keys)
-            .where(and_(api_keys.c.key_id == key_id, api_keys.c.revoked_at.is_(None)))
-            .values(revoked_at=time.time())
-        )
-    return bool(result.rowcount)
+    return ledger.api_keys.revoke(key_id, time.time())

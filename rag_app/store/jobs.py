@@ -17,7 +17,8 @@ from typing import Any
 from sqlalchemy import and_, func, insert, select, text, update
 
 from rag_app.faults import fault_point
-from rag_app.store.ledger import Ledger, _clip_error, documents, jobs
+from rag_app.store.ledger import Ledger
+from rag_app.store.schema import clip_error, documents, jobs
 from rag_app.types import DocStatus
 
 
@@ -269,7 +270,7 @@ class JobQueue:
                         jobs.c.status == JobStatus.PROCESSING.value,
                     )
                 )
-                .values(status=status.value, error=_clip_error(error), finished_at=time.time())
+                .values(status=status.value, error=clip_error(error), finished_at=time.time())
             )
         return bool(result.rowcount)
 

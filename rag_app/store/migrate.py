@@ -18,64 +18,17 @@ the target as it was and the source is only read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Table, and_, func, insert, select, text
-from sqlalchemy.engine import Connection
 
-from rag_app.store.ledger import (
-    Ledger,
-    api_keys,
-    chunk_keywords,
-    chunks,
-    documents,
-    jobs,
-    meta_table,
-)
-
-BATCH = 2000
+from rag_app.store.ledger import Ledger
+from rag_app.store.schema import api_keys, chunks, documents, jobs, meta_table, stream_rows
 
 
 class MigrationError(RuntimeError):
     """The ledger can't be copied (the message says why and what to do)."""
-
-
-def _rows(conn: Connection, stmt: Any) -> Iterator[list[dict[str, Any]]]:
-    """The statement's rows as dicts, in batches."""
-    result = conn.execution_options(stream_results=True).execute(stmt).mappings()
-    while batch := result.fetchmany(BATCH):
-        yield [dict(r) for r in batch]
-
-
-def _keyword_rows(source: Ledger, conn: Connection) -> Iterator[list[dict[str, Any]]]:
-    """Keyword rows (chunk_id, doc_id, tenant, version, tokens) of the active chunks."""
-    if source.is_postgres:
-        stmt = (
-            select(
-                chunk_keywords.c.chunk_id,
-                chunk_keywords.c.doc_id,
-                chunk_keywords.c.tenant,
-                chunk_keywords.c.version,
-                chunk_keywords.c.tokens,
-            )
-            .join(
-                documents,
-                and_(
-                    documents.c.doc_id == chunk_keywords.c.doc_id,
-                    documents.c.version == chunk_keywords.c.version,
-                ),
-            )
-            .order_by(chunk_keywords.c.chunk_id)
-        )
-        yield from _rows(conn, stmt)
-        return
-    fts = text(
-        "SELECT f.chunk_id, f.doc_id, f.tenant, CAST(f.version AS INTEGER) AS version, f.tokens "
-        "FROM chunk_fts AS f JOIN documents AS d "
-        "ON d.doc_id = f.doc_id AND d.version = f.version ORDER BY f.rowid"
-    )
-    yield from _rows(conn, fts)
 
 
 def copy_ledger(
@@ -121,10 +74,10 @@ def copy_ledger(
             dst.execute(insert(meta_table), [dict(row)])
             note("kb_meta", 1)
         for name, table, stmt in plain:
-            for batch in _rows(src, stmt):
+            for batch in stream_rows(src, stmt):
                 dst.execute(insert(table), batch)
                 note(name, len(batch))
-        for batch in _keyword_rows(source, src):
+        for batch in source.keywords.active_rows(src):
             target.insert_keywords(dst, batch)
             note("keywords", len(batch))
         if target.is_postgres and counts.get("jobs"):
@@ -136,5 +89,5 @@ def copy_ledger(
             )
     for name in ("documents", "chunks", "keywords", "api_keys", "jobs", "kb_meta"):
         counts.setdefault(name, 0)
-    target._keywords_changed()
+    target.keywords.changed()
     return counts

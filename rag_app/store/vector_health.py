@@ -20,7 +20,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import MetadataMode, TextNode
 
 from rag_app.chunking.nodes import restrict_embed_metadata
-from rag_app.store.ledger import Ledger
+from rag_app.store.protocols import ChunkReader
 from rag_app.store.vectors import VectorStore
 
 __all__ = ["VectorHealth", "rebuild", "self_recall"]
@@ -53,7 +53,7 @@ def _stored(vectors: VectorStore, ids: Sequence[str]) -> dict[str, tuple[Any, di
 
 
 def self_recall(
-    vectors: VectorStore, ledger: Ledger, *, sample: int = 200, top_k: int = 10, seed: int = 0
+    vectors: VectorStore, ledger: ChunkReader, *, sample: int = 200, top_k: int = 10, seed: int = 0
 ) -> VectorHealth:
     """Query with ``sample`` random active chunks' own vectors; count those in their top-k."""
     active = sorted(ledger.all_active_chunk_ids())
@@ -79,7 +79,9 @@ def _embed_text(text: str, title_path: str) -> str:
     return node.get_content(metadata_mode=MetadataMode.EMBED)
 
 
-def rebuild(vectors: VectorStore, ledger: Ledger, embed_model: BaseEmbedding) -> dict[str, int]:
+def rebuild(
+    vectors: VectorStore, ledger: ChunkReader, embed_model: BaseEmbedding
+) -> dict[str, int]:
     """Re-create the collection from the active chunks' vectors (re-embedding missing ones)."""
     active = sorted(ledger.all_active_chunk_ids())
     stored = _stored(vectors, active)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.ingest import page_metadata
+from rag_app.ingestion.pipeline import page_metadata
 from rag_app.readers import ReaderError, read_bytes
 from tests.readers.scans import require_cjk_font, scanned_pdf
 

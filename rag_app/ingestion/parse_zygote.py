@@ -1,5 +1,5 @@
 """The parse server: a process that has imported the readers and the chunkers once, and forks one
-child per file (``python -m pipelines.parse_zygote FD``; see pipelines/isolation.py).
+child per file (``python -m rag_app.ingestion.parse_zygote FD``; see rag_app/ingestion/isolation.py).
 
 It reads ``(job, timeout, max_mb)`` from the connection on file descriptor FD, forks a child that
 limits its address space (``RLIMIT_AS``: its size after the fork plus ``max_mb``), parses and
@@ -26,7 +26,7 @@ import rag_app.readers.pdf  # noqa: F401
 import rag_app.readers.sheets  # noqa: F401
 import rag_app.readers.slides  # noqa: F401
 import rag_app.readers.text  # noqa: F401
-from pipelines.isolation import ParseJob, parse_and_chunk
+from rag_app.ingestion.isolation import ParseJob, parse_and_chunk
 from rag_app.readers import ReaderError
 
 

@@ -9,7 +9,7 @@ its own job with a reason, and the ingesting process (often the API server) stay
 * unpacked size: .docx/.xlsx/.pptx are judged from their zip directory before they are opened
   (``rag_app.readers.archive``), in the child as in-process.
 
-Children are forked by a parse server (pipelines/parse_zygote.py, started once per ingesting
+Children are forked by a parse server (rag_app/ingestion/parse_zygote.py, started once per ingesting
 process and kept) that has imported the readers and the chunkers, so a child starts in
 milliseconds and handles exactly one file (no state survives a hostile file). Not
 ``multiprocessing``: its forkserver and spawn children re-import the main module (the CLI, the
@@ -103,8 +103,8 @@ class Chunked:
 
 def parse_and_chunk(job: ParseJob) -> Chunked:
     """Parse and chunk in this process (what the child runs)."""
-    from pipelines.ingest import to_document
     from rag_app.chunking import build_node_parser
+    from rag_app.ingestion.pipeline import to_document
 
     parsed = read_bytes(
         job.data,
@@ -133,7 +133,7 @@ class _Server:
         env.setdefault("OPENBLAS_NUM_THREADS", "1")  # a single-threaded server forks safely
         env.setdefault("OMP_NUM_THREADS", "1")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "pipelines.parse_zygote", str(theirs.fileno())],
+            [sys.executable, "-m", "rag_app.ingestion.parse_zygote", str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
             env=env,
             stdin=subprocess.DEVNULL,

@@ -1,0 +1,46 @@
+"""The ``rag`` command line: ingest, retrieve, ask, docs, chunks, delete, doctor, migrate, keys,
+serve, worker, eval.
+
+Every command takes ``--kb DIR`` (default ``$RAG_KB_DIR`` or ``./.rag``) and ``--json`` for
+machine-readable output on stdout (progress and messages go to stderr). The commands live by
+group in ``documents.py`` (fill, list, maintain), ``query.py`` (retrieve, ask), ``service.py``
+(keys, serve, worker) and ``evaluate.py`` (eval); ``common.py`` holds what they share
+(``open_kb``). This module builds the Typer app, in the order ``rag --help`` lists them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from rag_app.cli.common import setup_logging
+from rag_app.cli.documents import chunks, delete, docs, doctor, ingest, migrate
+from rag_app.cli.evaluate import eval_cmd
+from rag_app.cli.query import ask, retrieve
+from rag_app.cli.service import keys_app, serve, worker
+
+app = typer.Typer(
+    help="Chinese-first knowledge-base RAG engine: ingest documents, then retrieve with citations.\n\n"
+    "Example: rag ingest data/knowledge && rag ask '密码多久修改一次？'",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
+) -> None:
+    setup_logging(verbose)
+
+
+for _command in (ingest, retrieve, ask, docs, chunks, delete, doctor, migrate):
+    app.command()(_command)
+app.add_typer(keys_app, name="keys")
+app.command()(serve)
+app.command()(worker)
+app.command("eval")(eval_cmd)
+
+__all__ = ["app", "main"]

@@ -1,0 +1,5 @@
+"""``python -m rag_app.cli``: the ``rag`` command."""
+
+from rag_app.cli import app
+
+app()

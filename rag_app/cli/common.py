@@ -1,0 +1,117 @@
+"""What the ``rag`` commands share: the consoles, the common options, ``open_kb`` /
+``open_ledger`` (open, yield, always close), JSON output and document-id prefixes.
+
+Heavy modules (the knowledge base, the models) are imported when a command runs, not when the
+command line is built, so ``rag --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+if TYPE_CHECKING:
+    from rag_app.config import Settings
+    from rag_app.kb import KnowledgeBase
+    from rag_app.store.ledger import Ledger
+
+for _var, _value in (
+    ("HF_HUB_OFFLINE", "1"),
+    ("ANONYMIZED_TELEMETRY", "False"),
+    ("RAGAS_DO_NOT_TRACK", "true"),
+    ("TOKENIZERS_PARALLELISM", "false"),
+):
+    os.environ.setdefault(_var, _value)
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+
+KbOpt = Annotated[
+    Path | None,
+    typer.Option("--kb", help="Knowledge-base directory [env RAG_KB_DIR; default ./.rag]."),
+]
+TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant (scope) of the documents.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")]
+
+
+def setup_logging(verbose: bool = False) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=err, show_path=False)],
+    )
+    for noisy in ("chromadb", "httpx", "jieba", "sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+
+@contextmanager
+def open_kb(kb: Path | None, *, read_only: bool = False) -> Iterator[KnowledgeBase]:
+    """The knowledge base, closed when the block ends; ``read_only`` commands take no writer
+    lock (store/writer_lock.py). A KB that can't be opened is an error message and exit code 2."""
+    from rag_app.embeddings import EmbeddingLoadError
+    from rag_app.kb import KnowledgeBase, KnowledgeBaseError
+    from rag_app.store.writer_lock import KnowledgeBaseBusy
+
+    try:
+        base = KnowledgeBase.open(kb, read_only=read_only)
+    except (KnowledgeBaseError, KnowledgeBaseBusy, EmbeddingLoadError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    try:
+        yield base
+    finally:
+        base.close()
+
+
+@contextmanager
+def open_ledger(kb: Path | None) -> Iterator[Ledger]:
+    """Only the KB's ledger (API keys need no vectors and no model), closed when the block ends."""
+    from rag_app.store.ledger import Ledger
+
+    ledger = Ledger(kb_settings(kb).ledger_url())
+    try:
+        yield ledger
+    finally:
+        ledger.close()
+
+
+def kb_settings(kb: Path | None) -> Settings:
+    from rag_app.config import Settings
+
+    settings = Settings()
+    if kb is not None:
+        settings = Settings(**{**settings.model_dump(), "kb_dir": kb})
+    settings.kb_dir.mkdir(parents=True, exist_ok=True)
+    return settings
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def filename(kb: KnowledgeBase, doc_id: str) -> str | None:
+    """A document's path in the KB (the API's ``filename``)."""
+    doc = kb.document(doc_id)
+    return (doc.rel_path or Path(doc.source).name) if doc is not None else None
+
+
+def resolve_doc(kb: KnowledgeBase, doc: str) -> str:
+    """Accept a full doc id or a unique prefix of one (like git)."""
+    if kb.document(doc) is not None:
+        return doc
+    matches = [d.doc_id for d in kb.documents(tenant=None) if d.doc_id.startswith(doc)]
+    if len(matches) == 1:
+        return matches[0]
+    reason = "no document" if not matches else f"{len(matches)} documents"
+    err.print(f"[red]error:[/red] {reason} with id {doc!r} (see `rag docs`)")
+    raise typer.Exit(1)

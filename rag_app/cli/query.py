@@ -1,0 +1,114 @@
+"""``rag retrieve`` and ``rag ask``: questions to a knowledge base, answered on the terminal
+or as JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rag_app.cli.common import JsonOpt, KbOpt, TenantOpt, emit_json, err, filename, open_kb, out
+from rag_app.cli_output import (
+    answer_score_name,
+    cited_numbers,
+    fmt_score,
+    retrieval_score_name,
+    sources_json,
+)
+
+
+def retrieve(
+    question: Annotated[str, typer.Argument(help="The question, e.g. '密码多久修改一次？'")],
+    kb: KbOpt = None,
+    tenant: TenantOpt = "default",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the chunks that best match a question, with their sources and spans.
+
+    Scores are the retrieval's: "fused" (dense + BM25 by reciprocal-rank fusion, small numbers
+    such as 0.03) unless RAG_RETRIEVAL_MODE picks one branch ("dense", "bm25").
+    """
+    with open_kb(kb, read_only=True) as base:
+        try:
+            hits = base.retrieve(question, top_k=top_k, tenant=tenant)
+            rows = sources_json(hits, lambda doc_id: filename(base, doc_id))
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+    if as_json:
+        emit_json(rows)
+        return
+    score_name = retrieval_score_name(base.settings)
+    out.print(f"[bold]Q:[/bold] {question}")
+    if not hits:
+        out.print("[yellow]no matching chunks (is the knowledge base empty?)[/yellow]")
+    for rank, (hit, row) in enumerate(zip(hits, rows, strict=True), start=1):
+        name = row["filename"] or Path(hit.source).name
+        where = f"{name} · chunk {hit.chunk_index} · chars {hit.start_char}-{hit.end_char}"
+        out.print(f"\n[bold cyan][{rank}][/bold cyan] {fmt_score(score_name, hit.score)} · {where}")
+        if hit.title_path:
+            out.print(f"    [dim]{hit.title_path}[/dim]")
+        snippet = " ".join(hit.text.split())
+        out.print(f"    {snippet[:240]}{'…' if len(snippet) > 240 else ''}")
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, e.g. '密码多久修改一次？'")],
+    kb: KbOpt = None,
+    tenant: TenantOpt = "default",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50)] = 5,
+    show_context: Annotated[
+        bool,
+        typer.Option(
+            "--show-context", help="Print each cited chunk (its [n] is in the answer) in full."
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer from the knowledge base with numbered citations, or refuse.
+
+    Without RAG_LLM_BASE_URL the answer is extractive (sentences and table rows picked from
+    the evidence); with it, an OpenAI-compatible model writes the answer, and markers it
+    invents are removed. Sources always come from the retrieval backend. Their scores are the
+    reranker's ("rerank"; "fused" with RAG_RERANK=none).
+    """
+    with open_kb(kb, read_only=True) as base:
+        try:
+            answer = base.ask(question, tenant=tenant, top_k=top_k)
+            rows = sources_json(answer.sources, lambda doc_id: filename(base, doc_id))
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+    if as_json:
+        emit_json({**answer.model_dump(), "sources": rows})
+        return
+    score_name = answer_score_name(base.settings)
+    out.print(f"[bold]Q:[/bold] {question}")
+    if answer.refused:
+        out.print(f"[bold yellow]{answer.answer}[/bold yellow]")
+        out.print(
+            f"[yellow]{answer.explanation or ''}[/yellow] [dim](reason: {answer.reason})[/dim]"
+        )
+    else:
+        out.print(answer.answer)
+    if answer.sources:
+        title = "最接近的资料 (closest sources)" if answer.refused else "Sources"
+        out.print(f"\n[bold]{title}[/bold]")
+    cited = cited_numbers(answer.answer, len(answer.sources))
+    for n, (src, row) in enumerate(zip(answer.sources, rows, strict=True), start=1):
+        name = row["filename"] or Path(src.source).name
+        out.print(
+            f"[bold cyan][{n}][/bold cyan] {name} · {src.title_path or '(no heading)'}"
+            f" · chunk {src.chunk_index} · chars {src.start_char}-{src.end_char}"
+            f" · {fmt_score(score_name, src.score)}"
+        )
+        if show_context and n in cited:
+            out.print(f"[dim]{src.text}[/dim]\n")
+    if show_context and not cited:
+        out.print("[dim](--show-context: the answer cites no source)[/dim]")
+    if not answer.refused:
+        out.print(f"[dim]confidence {answer.confidence:.2f} (answer model)[/dim]")
+    timing = ", ".join(f"{k} {v:.0f}" for k, v in answer.timings.items())
+    out.print(f"[dim]{answer.mode}; {timing}[/dim]")

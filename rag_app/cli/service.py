@@ -1,0 +1,156 @@
+"""``rag keys``, ``rag serve`` and ``rag worker``: the HTTP service, its API keys and its
+ingestion workers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from rag_app.cli.common import JsonOpt, KbOpt, emit_json, err, open_kb, open_ledger, out
+
+if TYPE_CHECKING:
+    from rag_app.store.jobs import Job
+    from rag_app.types import FileResult
+
+
+keys_app = typer.Typer(
+    help="API keys of the service: each key has a tenant and a role (reader | editor).",
+    no_args_is_help=True,
+)
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option("--tenant", "-t", help="Tenant the key acts for.")],
+    role: Annotated[
+        str, typer.Option("--role", "-r", help="reader (ask, read) or editor (also upload/delete).")
+    ] = "reader",
+    name: Annotated[str, typer.Option("--name", help="A label, e.g. who uses the key.")] = "",
+    kb: KbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an API key and print it once (only its hash is stored)."""
+    from rag_app.service.auth import Role, create_key
+
+    if role not in {r.value for r in Role}:
+        err.print(f"[red]error:[/red] --role must be reader or editor, not {role!r}")
+        raise typer.Exit(2)
+    with open_ledger(kb) as ledger:
+        try:
+            key = create_key(ledger, tenant, role, name)
+        except ValueError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+    if as_json:
+        emit_json({"key": key, "tenant": tenant, "role": role, "key_id": key.split("_")[1]})
+    else:
+        err.print(f"created {role} key for tenant '{tenant}' (shown once; store it safely):")
+        out.print(key)
+
+
+@keys_app.command("list")
+def keys_list(kb: KbOpt = None, as_json: JsonOpt = False) -> None:
+    """List keys (ids, tenants, roles; never the keys themselves)."""
+    from rag_app.service.auth import list_keys
+
+    with open_ledger(kb) as ledger:
+        keys = list_keys(ledger)
+    rows = [
+        {
+            "key_id": k.key_id,
+            "tenant": k.tenant,
+            "role": k.role.value,
+            "name": k.name,
+            "revoked": k.revoked,
+        }
+        for k in keys
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table("key id", "tenant", "role", "name", "revoked")
+    for k in keys:
+        table.add_row(k.key_id, k.tenant, k.role.value, k.name, "yes" if k.revoked else "")
+    out.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key id (second part of rk_<id>_…).")],
+    kb: KbOpt = None,
+) -> None:
+    """Revoke a key: requests with it get 401 from now on."""
+    from rag_app.service.auth import revoke_key
+
+    with open_ledger(kb) as ledger:
+        done = revoke_key(ledger, key_id)
+    if not done:
+        err.print(f"[red]error:[/red] no active key with id {key_id}")
+        raise typer.Exit(1)
+    err.print(f"revoked {key_id}")
+
+
+def serve(
+    kb: KbOpt = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", help="TCP port.")] = 8000,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            help="Ingestion worker threads in this process [env RAG_WORKERS; default 1]; "
+            "0 = leave jobs to `rag worker` processes.",
+        ),
+    ] = None,
+) -> None:
+    """Serve the HTTP API (/api, OpenAPI at /docs) and the browser UI (/).
+
+    Create a key first: rag keys create --tenant default --role editor
+    """
+    import uvicorn
+
+    from rag_app.service.app import create_app
+    from rag_app.store.writer_lock import describe_writer
+
+    with open_kb(kb) as base:
+        describe_writer(base.path, f"rag serve on http://{host}:{port}")
+        application = create_app(base.settings, kb=base, workers=workers)
+        err.print(f"serving {base.path} on http://{host}:{port}  (UI /, API docs /docs)")
+        uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+def worker(
+    kb: KbOpt = None,
+    once: Annotated[
+        bool,
+        typer.Option("--once", help="Process queued jobs until the queue is empty, then exit."),
+    ] = False,
+    max_jobs: Annotated[
+        int | None, typer.Option("--max-jobs", help="Exit after this many jobs.")
+    ] = None,
+) -> None:
+    """Process ingestion jobs from the ledger queue (run several for more throughput).
+
+    Workers share the queue safely: each job is claimed by exactly one worker, and jobs of a
+    worker that died are requeued after RAG_JOB_LEASE_SECONDS.
+    """
+    import signal
+
+    from rag_app.service.worker import Worker
+    from rag_app.store.jobs import JobQueue
+
+    def on_job(job: Job, result: FileResult) -> None:
+        err.print(f"job {job.job_id}: {job.rel_path} → {result.status} {result.reason or ''}")
+
+    with open_kb(kb) as base:
+        queue = JobQueue(base.ledger, max_attempts=base.settings.job_max_attempts)
+        runner = Worker(base, queue, lease_seconds=base.settings.job_lease_seconds, on_job=on_job)
+        signal.signal(signal.SIGTERM, lambda *_: runner.stop())
+        err.print(f"worker {runner.name} on {base.path}")
+        try:
+            done = runner.run(until_idle=once, max_jobs=max_jobs)
+        except KeyboardInterrupt:
+            done = runner.processed
+    err.print(f"processed {done} job(s)")

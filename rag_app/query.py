@@ -1,0 +1,167 @@
+"""The query side of a knowledge base, built once per KB from its settings, ledger, vector store
+and embedding: scoped hybrid retrievers, and the answer engine (engine.py) that answers or refuses.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import NodeWithScore
+
+from rag_app.config import Settings
+from rag_app.engine import AnswerEngine, build_answer_engine
+from rag_app.retrieval.hybrid import HybridRetriever
+from rag_app.retrieval.scope import Scope
+from rag_app.retrieval.stats import TermStatistics
+from rag_app.store.protocols import RetrievalLedger
+from rag_app.store.vectors import VectorStore
+from rag_app.types import REFUSAL, Answer, Citation, Source
+
+
+def node_to_source(node: NodeWithScore) -> Source:
+    """A retrieved node as a citation-ready ``Source`` (fields from the ledger, not a model)."""
+    m = node.node.metadata
+    return Source(
+        text=node.node.get_content(),
+        source=str(m.get("source", "")),
+        doc_id=str(m["doc_id"]),
+        chunk_id=node.node.node_id,
+        chunk_index=int(m["chunk_index"]),
+        version=int(m["version"]),
+        score=round(float(node.score or 0.0), 6),
+        title_path=str(m.get("title_path", "")),
+        start_char=int(m["start_char"]),
+        end_char=int(m["end_char"]),
+        prefix_chars=int(m.get("prefix_chars", 0)),
+        suffix_chars=int(m.get("suffix_chars", 0)),
+        block_types=str(m.get("block_types", "")),
+        tenant=str(m.get("tenant", "")),
+    )
+
+
+class QueryService:
+    """Retrieval and answering over one knowledge base (see the module docstring).
+
+    ``embed_model`` is called when a question first needs it (the knowledge base loads its model
+    lazily and shares it with ingestion).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        ledger: RetrievalLedger,
+        vectors: VectorStore,
+        embed_model: Callable[[], BaseEmbedding],
+        stats: TermStatistics,
+    ) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.vectors = vectors
+        self._embed_model = embed_model
+        self.stats = stats
+        self._engine: AnswerEngine | None = None
+        self._engine_lock = threading.Lock()
+
+    def retriever(
+        self,
+        tenant: str = "default",
+        top_k: int = 5,
+        doc_ids: Sequence[str] | None = None,
+        **overrides: Any,
+    ) -> HybridRetriever:
+        """A LlamaIndex retriever over the KB, scoped to a tenant (and optionally documents)."""
+        s = self.settings
+        params: dict[str, Any] = {
+            "mode": s.retrieval_mode,
+            "fusion": s.fusion,
+            "rrf_k": s.rrf_k,
+            "dense_weight": s.dense_weight,
+            "keyword_weight": s.keyword_weight,
+            "candidates": max(s.candidates, top_k),
+            "keyword_posting_budget": s.keyword_posting_budget,
+        }
+        params.update(overrides)
+        scope = Scope(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)
+        return HybridRetriever(
+            ledger=self.ledger,
+            vectors=self.vectors,
+            embed_model=self._embed_model(),
+            scope=scope,
+            top_k=top_k,
+            stats=self.stats,
+            **params,
+        )
+
+    def retrieve_nodes(
+        self,
+        question: str,
+        top_k: int = 5,
+        tenant: str = "default",
+        doc_ids: Sequence[str] | None = None,
+        **overrides: Any,
+    ) -> list[NodeWithScore]:
+        if not question or not question.strip():
+            raise ValueError("question is empty")
+        if top_k <= 0:
+            raise ValueError("top_k must be positive")
+        return self.retriever(tenant, top_k, doc_ids, **overrides).retrieve(question.strip())
+
+    def retrieve(
+        self,
+        question: str,
+        top_k: int = 5,
+        tenant: str = "default",
+        doc_ids: Sequence[str] | None = None,
+        **overrides: Any,
+    ) -> list[Source]:
+        """Hybrid retrieval (dense + BM25, fused) within a tenant; only active chunks."""
+        nodes = self.retrieve_nodes(question, top_k, tenant, doc_ids, **overrides)
+        return [node_to_source(n) for n in nodes]
+
+    @property
+    def engine(self) -> AnswerEngine:
+        """The answer engine of the knowledge base (built on first use, then shared)."""
+        if self._engine is None:
+            with self._engine_lock:
+                if self._engine is None:
+                    self._engine = build_answer_engine(
+                        self.settings,
+                        self.ledger,
+                        self._embed_model(),
+                        lambda tenant, top_k, doc_ids: self.retriever(tenant, top_k, doc_ids),
+                        self.stats,
+                    )
+        return self._engine
+
+    def ask(
+        self,
+        question: str,
+        tenant: str = "default",
+        top_k: int = 5,
+        doc_ids: Sequence[str] | None = None,
+    ) -> Answer:
+        """Answer with backend citations, or refuse (with the reason and the closest sources)
+        when no unit of the evidence answers the question."""
+        if not question or not question.strip():
+            raise ValueError("question is empty")
+        if top_k <= 0:
+            raise ValueError("top_k must be positive")
+        result = self.engine.answer(question, tenant=tenant, top_k=top_k, doc_ids=doc_ids)
+        meta = result.response.metadata or {}
+        refused = bool(meta.get("refused"))
+        citations = meta.get("citations") or []
+        return Answer(
+            question=question,
+            answer=str(result.response.response or REFUSAL),
+            refused=refused,
+            reason=meta.get("reason") if refused else None,
+            explanation=meta.get("explanation") if refused else None,
+            sources=[node_to_source(n) for n in result.response.source_nodes],
+            citations=[c for c in citations if isinstance(c, Citation)],
+            confidence=result.decision.best,
+            mode=str(meta.get("mode", "extractive")),
+            timings={k: round(v, 2) for k, v in result.timings.items()},
+        )

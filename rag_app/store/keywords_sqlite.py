@@ -1,0 +1,248 @@
+"""The keyword index on SQLite: jieba tokens (space separated) in an FTS5 table, ranked by FTS5's
+BM25 (or in memory from cached posting lists, store/postings.py, which gives the same scores).
+
+``chunk_fts`` holds the tokens; ``chunk_fts_rows`` each FTS5 row's rowid under an index on
+(doc_id, version), so deletes look rowids up instead of scanning FTS5's UNINDEXED columns.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+from rag_app.store.postings import PostingCache
+from rag_app.store.schema import (
+    FTS_DDL,
+    FTS_ROWS_DDL,
+    FTS_ROWS_FILLED,
+    FTS_VOCAB_DDL,
+    get_meta,
+    set_meta,
+    stream_rows,
+)
+
+# rows of chunk_fts (or of its rowid index, ``{t}``) whose (document, version) is not active
+_NOT_ACTIVE = (
+    "NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = {t}.doc_id AND d.version = {t}.version)"
+)
+
+
+def _fts_phrase(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+class SqliteKeywordIndex:
+    """The FTS5 keyword index (see the module docstring)."""
+
+    def __init__(self, engine: Engine, *, cache_postings: int) -> None:
+        self.engine = engine
+        self._fts_total: tuple[int, float] | None = None
+        # ranks keyword searches in memory, as FTS5 would (0 = FTS5 ranks every time)
+        self.postings = PostingCache(engine.connect, cache_postings)
+
+    # ----- schema --------------------------------------------------------------------------
+    def create(self, conn: Connection) -> None:
+        conn.execute(text(FTS_DDL))
+        conn.execute(text(FTS_VOCAB_DDL))
+        for ddl in FTS_ROWS_DDL:
+            conn.execute(text(ddl))
+
+    def upgrade(self) -> None:
+        with self.engine.connect() as conn:
+            filled = get_meta(conn, FTS_ROWS_FILLED)
+        if filled is None:
+            with self.engine.begin() as conn:
+                # OR IGNORE: two processes opening an old ledger at once both fill it
+                conn.execute(
+                    text(
+                        "INSERT OR IGNORE INTO chunk_fts_rows (rowid, doc_id, version) "
+                        "SELECT rowid, doc_id, version FROM chunk_fts"
+                    )
+                )
+                set_meta(conn, FTS_ROWS_FILLED, "1")  # in the fill's transaction
+
+    # ----- writes (inside the ledger's transactions) ---------------------------------------
+    def insert(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        # explicit rowids after the highest in use (docsize's key: an index look-up), so that
+        # chunk_fts_rows can name them; the caller's write transaction keeps them ours
+        top = conn.execute(text("SELECT max(id) FROM chunk_fts_docsize")).scalar() or 0
+        numbered = [r | {"rowid": top + i} for i, r in enumerate(rows, start=1)]
+        conn.execute(
+            text(
+                "INSERT INTO chunk_fts (rowid, tokens, chunk_id, doc_id, tenant, version) "
+                "VALUES (:rowid, :tokens, :chunk_id, :doc_id, :tenant, :version)"
+            ),
+            numbered,
+        )
+        conn.execute(
+            text(
+                "INSERT INTO chunk_fts_rows (rowid, doc_id, version) "
+                "VALUES (:rowid, :doc_id, :version)"
+            ),
+            numbered,
+        )
+
+    def delete_version(self, conn: Connection, doc_id: str, version: int) -> None:
+        _delete_fts_rows(conn, "doc_id = :d AND version = :v", {"d": doc_id, "v": version})
+
+    def delete_inactive(self, conn: Connection, doc_id: str) -> None:
+        _delete_fts_rows(
+            conn,
+            "doc_id = :d AND version != (SELECT version FROM documents WHERE doc_id = :d)",
+            {"d": doc_id},
+        )
+
+    def delete_document(self, conn: Connection, doc_id: str) -> None:
+        _delete_fts_rows(conn, "doc_id = :d", {"d": doc_id})
+
+    def count_inactive(self, conn: Connection) -> int:
+        fts_where = _NOT_ACTIVE.format(t="chunk_fts")
+        return int(
+            conn.execute(text(f"SELECT count(*) FROM chunk_fts WHERE {fts_where}")).scalar_one()
+        )
+
+    def purge_inactive(self, conn: Connection) -> None:
+        # a full scan of chunk_fts itself (this is the repair path), and of its rowids
+        fts_where = _NOT_ACTIVE.format(t="chunk_fts")
+        conn.execute(text(f"DELETE FROM chunk_fts WHERE {fts_where}"))
+        rows_where = _NOT_ACTIVE.format(t="chunk_fts_rows")
+        conn.execute(text(f"DELETE FROM chunk_fts_rows WHERE {rows_where}"))
+
+    def active_rows(self, conn: Connection) -> Iterator[list[dict[str, Any]]]:
+        fts = text(
+            "SELECT f.chunk_id, f.doc_id, f.tenant, CAST(f.version AS INTEGER) AS version, "
+            "f.tokens FROM chunk_fts AS f JOIN documents AS d "
+            "ON d.doc_id = f.doc_id AND d.version = f.version ORDER BY f.rowid"
+        )
+        yield from stream_rows(conn, fts)
+
+    # ----- reads ---------------------------------------------------------------------------
+    def search(
+        self, tokens: Sequence[str], *, tenant: str, doc_ids: Sequence[str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        params: dict[str, Any] = {
+            "q": " OR ".join(_fts_phrase(t) for t in tokens),
+            "tenant": tenant,
+            "limit": limit,
+        }
+        doc_filter = ""
+        if doc_ids is not None:
+            if not doc_ids:
+                return []
+            names = [f"d{i}" for i in range(len(doc_ids))]
+            doc_filter = f" AND f.doc_id IN ({', '.join(':' + n for n in names)})"
+            params.update(zip(names, doc_ids, strict=True))
+        sql = text(
+            "SELECT f.chunk_id, -bm25(chunk_fts) AS score FROM chunk_fts AS f "
+            "JOIN documents AS d ON d.doc_id = f.doc_id AND d.version = f.version "
+            f"WHERE chunk_fts MATCH :q AND f.tenant = :tenant{doc_filter} "
+            "ORDER BY bm25(chunk_fts) LIMIT :limit"
+        )
+        with self.engine.connect() as conn:
+            return [(r[0], float(r[1])) for r in conn.execute(sql, params).all()]
+
+    def search_ranked(
+        self, tokens: Sequence[str], *, tenant: str, doc_ids: Sequence[str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """What :meth:`search` returns (same ids, scores and order), cheaper.
+
+        ``search`` reads every matching row's columns and joins it to ``documents`` before
+        ranking; here the matches are ranked alone (``bm25()`` only, ties in rowid order as
+        there), in memory by :class:`~rag_app.store.postings.PostingCache` when it can, else by
+        FTS5; then only the best rows are read and kept when active and in scope, widening the
+        window until ``limit`` rows are kept or the matches run out. A search scoped to
+        documents is ranked in memory once the cache holds the document map (``prewarm``), else
+        by ``search`` (its SQL filter beats ranking everything).
+        """
+        if doc_ids is not None and not doc_ids:
+            return []
+        allowed = set(doc_ids) if doc_ids is not None else None
+        query = " OR ".join(_fts_phrase(t) for t in tokens)
+        window = max(4 * limit, 64)
+        rank_sql = text(
+            "SELECT rowid, bm25(chunk_fts) FROM chunk_fts WHERE chunk_fts MATCH :q "
+            "ORDER BY bm25(chunk_fts) LIMIT :m"
+        )
+        with self.engine.connect() as conn:
+            while True:
+                ranked = self.postings.rank(conn, tokens, window, doc_ids)
+                if ranked is None and doc_ids is not None:  # FTS5 with the SQL document filter
+                    break
+                if ranked is None:  # a phrase, or the index changed meanwhile: FTS5 ranks
+                    ranked = [
+                        (r[0], r[1]) for r in conn.execute(rank_sql, {"q": query, "m": window})
+                    ]
+                if not ranked:
+                    return []
+                names = {f"r{i}": r[0] for i, r in enumerate(ranked)}
+                rows = conn.execute(
+                    text(
+                        "SELECT f.rowid, f.chunk_id, f.doc_id, f.tenant, f.version, d.version "
+                        "FROM chunk_fts AS f LEFT JOIN documents AS d ON d.doc_id = f.doc_id "
+                        f"WHERE f.rowid IN ({', '.join(':' + n for n in names)})"
+                    ),
+                    names,
+                ).all()
+                meta = {r[0]: r[1:] for r in rows}
+                out: list[tuple[str, float]] = []
+                for rowid, score in ranked:
+                    m = meta.get(rowid)
+                    if m is None:
+                        continue
+                    chunk_id, doc_id, row_tenant, version, active = m
+                    if row_tenant != tenant or active is None or int(version) != int(active):
+                        continue
+                    if allowed is not None and doc_id not in allowed:
+                        continue
+                    out.append((chunk_id, -float(score)))
+                    if len(out) == limit:
+                        return out
+                if len(ranked) < window:
+                    return out
+                window *= 4
+                if window > 16384:  # most matches are out of scope: rank them in scope
+                    break
+        return self.search(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit)
+
+    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        names = {f"t{i}": t for i, t in enumerate(dict.fromkeys(terms))}
+        sql = text(
+            "SELECT term, doc FROM chunk_fts_vocab WHERE term IN "
+            f"({', '.join(':' + n for n in names)})"
+        )
+        with self.engine.connect() as conn:
+            freqs = {r[0]: int(r[1]) for r in conn.execute(sql, names).all()}
+            now, cached = time.monotonic(), self._fts_total  # a local: writes reset the attribute
+            # the total only scales IDF: a count up to 30 s old is fine and saves a table scan
+            if cached is None or now - cached[1] > 30:
+                total = int(conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one())
+                cached = self._fts_total = (total, now)
+        return freqs, cached[0]
+
+    def count(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one())
+
+    def version(self) -> bytes | None:
+        """FTS5's structure record, whose cookie every write transaction to the index bumps."""
+        with self.engine.connect() as conn:
+            return PostingCache.version(conn)
+
+    def changed(self) -> None:
+        self._fts_total = None
+
+
+def _delete_fts_rows(conn: Connection, where: str, params: dict[str, Any]) -> None:
+    """Delete the FTS5 rows (and their chunk_fts_rows entries) that match ``where`` on
+    chunk_fts_rows' columns (doc_id, version): rowids looked up by index, not by a scan."""
+    conn.execute(
+        text(
+            f"DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunk_fts_rows WHERE {where})"
+        ),
+        params,
+    )
+    conn.execute(text(f"DELETE FROM chunk_fts_rows WHERE {where}"), params)

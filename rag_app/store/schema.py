@@ -1,0 +1,218 @@
+"""The ledger's schema: every table (SQLAlchemy Core), the SQLite FTS5 keyword index's DDL, and
+the small helpers the stores share (timestamps, clipped error messages, ``kb_meta`` rows).
+
+Tables: ``kb_meta``, ``documents``, ``chunks`` (the ledger proper, store/ledger.py), ``api_keys``
+(store/api_keys.py), ``jobs`` (store/jobs.py); the keyword index: ``chunk_fts`` + ``chunk_fts_rows``
+on SQLite (store/keywords_sqlite.py), ``chunk_keywords`` on PostgreSQL (store/keywords_postgres.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Computed,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    delete,
+    insert,
+    select,
+)
+from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.engine import Connection
+
+ERROR_MAX_CHARS = 500
+
+metadata = MetaData()
+
+meta_table = Table(
+    "kb_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+documents = Table(
+    "documents",
+    metadata,
+    Column("doc_id", String(64), primary_key=True),
+    Column("tenant", String(128), nullable=False, index=True),
+    Column("source", Text, nullable=False),
+    Column("rel_path", Text, nullable=False),
+    Column("doc_type", String(32), nullable=False),
+    Column("title", Text),
+    Column("content_hash", String(64)),
+    Column("fingerprint", String(64)),
+    Column("version", Integer, nullable=False, default=0),
+    Column("status", String(16), nullable=False),
+    Column("error", String(ERROR_MAX_CHARS)),
+    Column("size_bytes", Integer, nullable=False, default=0),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+chunks = Table(
+    "chunks",
+    metadata,
+    Column("chunk_id", String(96), primary_key=True),
+    Column("doc_id", String(64), nullable=False),
+    Column("tenant", String(128), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("chunk_index", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("title_path", Text, nullable=False, default=""),
+    Column("start_char", Integer, nullable=False),
+    Column("end_char", Integer, nullable=False),
+    Column("prefix_chars", Integer, nullable=False, default=0),
+    Column("suffix_chars", Integer, nullable=False, default=0),
+    Column("token_count", Integer, nullable=False, default=0),
+    Column("block_types", String(128), nullable=False, default=""),
+    Index("ix_chunks_doc_version_index", "doc_id", "version", "chunk_index"),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("tenant", String(128), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("name", String(128), nullable=False, default=""),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float),
+)
+
+# The durable ingestion queue. Times are epoch seconds (portable comparisons across backends).
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("job_id", Integer, primary_key=True, autoincrement=True),
+    Column("doc_id", String(64), nullable=False, index=True),
+    Column("tenant", String(128), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("path", Text, nullable=False),
+    Column("rel_path", Text, nullable=False),
+    Column("content_hash", String(64)),
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("error", String(ERROR_MAX_CHARS)),
+    Column("worker", String(128)),
+    Column("created_at", Float, nullable=False),
+    Column("started_at", Float),
+    Column("heartbeat_at", Float),
+    Column("finished_at", Float),
+    Index("ix_jobs_status_id", "status", "job_id"),
+)
+
+CHUNK_FIELDS = (
+    "chunk_id",
+    "doc_id",
+    "version",
+    "chunk_index",
+    "text",
+    "title_path",
+    "start_char",
+    "end_char",
+    "prefix_chars",
+    "suffix_chars",
+    "token_count",
+    "block_types",
+)
+
+
+# Keyword index: jieba tokens (space separated) in an FTS5 table, written in the same transaction
+# as the chunk rows, so it can never disagree with the ledger.
+FTS_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts USING fts5("
+    "tokens, chunk_id UNINDEXED, doc_id UNINDEXED, tenant UNINDEXED, version UNINDEXED, "
+    "tokenize = 'unicode61 remove_diacritics 0')"
+)
+
+FTS_VOCAB_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts_vocab USING fts5vocab(chunk_fts, 'row')"
+)
+
+# Which FTS5 rows belong to which (document, version). FTS5 cannot index its UNINDEXED columns,
+# so "DELETE FROM chunk_fts WHERE doc_id = ..." reads the whole table (0.15 s at 100k chunks, on
+# every file ingested, twice). This table holds each FTS5 row's rowid under an index on
+# (doc_id, version), written in the same transactions as chunk_fts: deletes look rowids up here.
+FTS_ROWS_DDL = (
+    "CREATE TABLE IF NOT EXISTS chunk_fts_rows ("
+    "rowid INTEGER PRIMARY KEY, doc_id TEXT NOT NULL, version INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ix_chunk_fts_rows_doc ON chunk_fts_rows (doc_id, version)",
+)
+# a ledger written before chunk_fts_rows existed gets it filled once, from chunk_fts itself
+FTS_ROWS_FILLED = "chunk_fts_rows_filled"
+
+
+# PostgreSQL keyword index. Its own MetaData: the table exists only on PostgreSQL. ``tsv`` is a
+# generated column, so it can never disagree with ``tokens``.
+pg_metadata = MetaData()
+
+chunk_keywords = Table(
+    "chunk_keywords",
+    pg_metadata,
+    Column("chunk_id", String(96), primary_key=True),
+    Column("doc_id", String(64), nullable=False),
+    Column("tenant", String(128), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("tokens", Text, nullable=False),
+    Column("tsv", TSVECTOR, Computed("to_tsvector('simple'::regconfig, tokens)", persisted=True)),
+    Index("ix_chunk_keywords_tsv", "tsv", postgresql_using="gin"),
+    Index("ix_chunk_keywords_doc_version", "doc_id", "version"),
+)
+
+
+def new_document(
+    doc_id: str, tenant: str, source: str, rel_path: str, doc_type: str, size: int, now: datetime
+) -> Any:
+    """INSERT of a new document row with no active version yet (status set by the caller)."""
+    return insert(documents).values(
+        doc_id=doc_id,
+        tenant=tenant,
+        source=source,
+        rel_path=rel_path,
+        doc_type=doc_type,
+        version=0,
+        size_bytes=size,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def clip_error(message: str | None) -> str | None:
+    if message is None:
+        return None
+    one_line = " ".join(message.split())
+    return one_line[: ERROR_MAX_CHARS - 1] + "…" if len(one_line) > ERROR_MAX_CHARS else one_line
+
+
+def get_meta(conn: Connection, key: str) -> str | None:
+    return conn.execute(
+        select(meta_table.c.value).where(meta_table.c.key == key)
+    ).scalar_one_or_none()
+
+
+def set_meta(conn: Connection, key: str, value: str) -> None:
+    conn.execute(delete(meta_table).where(meta_table.c.key == key))
+    conn.execute(insert(meta_table).values(key=key, value=value))
+
+
+def stream_rows(conn: Connection, stmt: Any, batch: int = 2000) -> Iterator[list[dict[str, Any]]]:
+    """The statement's rows as dicts, in batches (without loading them all)."""
+    result = conn.execution_options(stream_results=True).execute(stmt).mappings()
+    while rows := result.fetchmany(batch):
+        yield [dict(r) for r in rows]
