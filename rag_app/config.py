@@ -56,7 +56,12 @@ class Settings(BaseSettings):
     chroma_url: str | None = Field(
         None, description="http://host:port of a Chroma server; default: persistent local Chroma."
     )
-    collection: str = Field("rag_chunks", pattern=r"^[A-Za-z0-9._-]{3,63}$")
+    collection: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._-]{3,63}$",
+        description="Chroma collection name; default: one per knowledge base, chosen at its "
+        "creation and kept in the ledger (older knowledge bases keep rag_chunks).",
+    )
     retrieval_mode: Literal["hybrid", "dense", "keyword"] = Field(
         "hybrid", description="hybrid (dense + BM25, fused), dense only, or keyword only."
     )

@@ -34,6 +34,7 @@ from rag_app.readers import SUPPORTED_EXTENSIONS, ParsedFile, ReaderError
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
+from rag_app.store.collection_name import collection_for
 from rag_app.store.ledger import DocumentGone, Ledger
 from rag_app.store.vector_health import rebuild, self_recall
 from rag_app.store.vectors import VectorStore
@@ -267,9 +268,10 @@ class KnowledgeBase:
             self._release_writer()
             raise
         try:
+            collection = collection_for(self.ledger, settings.collection)  # before the meta
             self._check_embedding_matches()
             self.vectors = VectorStore(
-                path=self.path / "chroma", url=settings.chroma_url, collection=settings.collection
+                path=self.path / "chroma", url=settings.chroma_url, collection=collection
             )
         except BaseException:
             self.ledger.close()
