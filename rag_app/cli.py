@@ -65,14 +65,14 @@ def _setup_logging(verbose: bool = False) -> None:
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
 
-def _open(kb: Path | None, *, read_only: bool = False) -> Any:
+def _open(kb: Path | None, *, read_only: bool = False, settings: Any = None) -> Any:
     """The knowledge base; ``read_only`` commands take no writer lock (store/writer_lock.py)."""
     from rag_app.embeddings import EmbeddingLoadError
     from rag_app.kb import KnowledgeBase, KnowledgeBaseError
     from rag_app.store.writer_lock import KnowledgeBaseBusy
 
     try:
-        return KnowledgeBase.open(kb, read_only=read_only)
+        return KnowledgeBase.open(kb, settings, read_only=read_only)
     except (KnowledgeBaseError, KnowledgeBaseBusy, EmbeddingLoadError, ValueError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -591,10 +591,17 @@ def serve(
         int | None,
         typer.Option(
             "--workers",
-            help="Ingestion worker threads in this process [env RAG_WORKERS; default 1]; "
-            "0 = leave jobs to `rag worker` processes.",
+            help="Ingestion workers [env RAG_WORKERS; default 1]: `rag worker` processes "
+            "started (and restarted) by this one; 0 = leave jobs to `rag worker`s run elsewhere.",
         ),
     ] = None,
+    in_process: Annotated[
+        bool,
+        typer.Option(
+            "--workers-in-process",
+            help="Run the workers as threads in the API process [env RAG_WORKERS_IN_PROCESS].",
+        ),
+    ] = False,
 ) -> None:
     """Serve the HTTP API (/api, OpenAPI at /docs) and the browser UI (/).
 
@@ -603,16 +610,34 @@ def serve(
     import uvicorn
 
     from rag_app.service.app import create_app
-    from rag_app.store.writer_lock import describe_writer
+    from rag_app.service.processes import ServeProcesses, workers_in_process
+    from rag_app.store.writer_lock import KnowledgeBaseBusy, describe_writer
 
-    base = _open(kb)
-    describe_writer(base.path, f"rag serve on http://{host}:{port}")
-    application = create_app(base.settings, kb=base, workers=workers)
-    err.print(f"serving {base.path} on http://{host}:{port}  (UI /, API docs /docs)")
+    settings = _settings(kb)
+    count = settings.workers if workers is None else workers
+    children = None
+    if not workers_in_process(settings, count, in_process):  # service/processes.py
+        children = ServeProcesses(
+            settings, workers=count, describe=f"rag serve on http://{host}:{port}"
+        )
+        try:
+            settings = children.start()
+        except (KnowledgeBaseBusy, RuntimeError, OSError) as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
     try:
-        uvicorn.run(application, host=host, port=port, log_level="warning")
+        base = _open(kb, settings=settings)
+        describe_writer(base.path, f"rag serve on http://{host}:{port}")
+        application = create_app(base.settings, kb=base, workers=0 if children else count)
+        where = f"{count} worker process(es)" if children else f"{count} worker thread(s)"
+        err.print(f"serving {base.path} on http://{host}:{port} with {where} (UI /, docs /docs)")
+        try:
+            uvicorn.run(application, host=host, port=port, log_level="warning")
+        finally:
+            base.close()
     finally:
-        base.close()
+        if children is not None:
+            children.stop()
 
 
 @app.command()

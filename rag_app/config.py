@@ -122,7 +122,15 @@ class Settings(BaseSettings):
 
     upload_max_mb: float = Field(20.0, gt=0, description="Service: largest upload (413 above).")
     workers: int = Field(
-        1, ge=0, description="Service: ingestion worker threads in the API process."
+        1,
+        ge=0,
+        description="Service: ingestion workers of `rag serve` (processes of their own, or "
+        "threads in the API process with workers_in_process; 0 = only `rag worker`s).",
+    )
+    workers_in_process: bool = Field(
+        False,
+        description="Service: run `rag serve`'s ingestion workers as threads in the API process "
+        "(one process; a file that kills its worker takes the API down).",
     )
     job_lease_seconds: float = Field(
         60.0, gt=0, description="A job whose worker hasn't heartbeat for this long is requeued."
