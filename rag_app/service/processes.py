@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import logging
 import os
 import signal
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -49,10 +51,19 @@ HEALTHY_RUN_S = 60.0  # a child that ran this long restarts without back-off
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks Linux to SIGTERM the child when its parent thread ends.
+
+    ``prctl`` is looked up here, in the parent: between fork and exec the child only calls it
+    (no ``dlopen``/``dlsym``, whose locks another thread of the parent may hold at the fork).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return functools.partial(prctl, PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
 def free_port() -> int:
@@ -88,7 +99,7 @@ class Child:
                 stdout=out if out is not None else None,
                 stderr=subprocess.STDOUT if out is not None else None,
                 start_new_session=True,  # Ctrl-C reaches rag serve, which stops us in order
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - prctl only
+                preexec_fn=_parent_death_signal(),  # noqa: PLW1509 - prctl only
             )
         finally:
             if out is not None:

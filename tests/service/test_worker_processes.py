@@ -86,10 +86,21 @@ def test_a_worker_killed_by_its_file_leaves_the_api_up_and_is_restarted(tmp_path
             url + "/api/ask", json={"question": "住宿标准是多少？"}, headers=headers, timeout=60
         )
         assert answer.status_code == 200 and answer.json()["refused"]
+        proc.kill()  # rag serve itself dies: its children (Chroma, workers) go with it
+        proc.wait(timeout=30)
     finally:
         log = _stop(proc)
     ledger.close()
     assert "restarting" in log, log
+    deadline = time.monotonic() + 30
+    while _children_of(kb_dir) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _children_of(kb_dir)
+
+
+def _children_of(kb_dir: Path) -> bool:
+    """Whether any process (a worker, the Chroma server) still runs on this KB."""
+    return subprocess.run(["pgrep", "-f", str(kb_dir)], capture_output=True).returncode == 0
 
 
 def test_workers_ingest_in_their_own_process_and_the_cli_is_refused(tmp_path: Path) -> None:
@@ -136,4 +147,4 @@ def test_workers_ingest_in_their_own_process_and_the_cli_is_refused(tmp_path: Pa
         _stop(proc)
     ledger.close()
     # after the server stopped, its workers and Chroma server are gone: the CLI may write
-    assert subprocess.run(["pgrep", "-f", str(kb_dir)], capture_output=True).returncode == 1
+    assert not _children_of(kb_dir)
