@@ -129,7 +129,7 @@ def _ocr_empty_pages(
     """OCR the images of every page whose text is empty, in place. Returns the pages that got
     text, the reason OCR could not run at all (``None`` if it could), and the pages that stayed
     empty because their images could not be read or OCR'd (page number, reason)."""
-    from rag_app.readers import ocr as ocr_module
+    import rag_app.readers.ocr as ocr_module
     from rag_app.readers.ocr import OcrUnavailable
 
     done: list[int] = []
