@@ -477,8 +477,14 @@ def main() -> None:
         "benchmark": "service_load",
         "machine": machine(),
         "setup": {
-            "server": f"rag serve subprocess (uvicorn API process, {args.workers} worker "
-            "process(es) and a chroma run child it starts) on a copy of the ingested "
+            "server": (
+                f"rag serve subprocess (uvicorn API process with {args.workers} worker thread(s): "
+                "RAG_WORKERS_IN_PROCESS)"
+                if os.environ.get("RAG_WORKERS_IN_PROCESS", "").lower() in ("1", "true", "yes")
+                else f"rag serve subprocess (uvicorn API process, {args.workers} worker "
+                "process(es) and a chroma run child it starts)"
+            )
+            + " on a copy of the ingested "
             "data/knowledge sample KB; clients are threads in the benchmark process (same machine)",
             "questions": str(SAMPLE_QA.relative_to(ROOT)),
             "upload": "generated Markdown, ~0.6 KB, unique content, POST /api/documents",

@@ -671,6 +671,7 @@ def worker(
     signal.signal(signal.SIGTERM, lambda *_: runner.stop())
     err.print(f"worker {runner.name} on {base.path}")
     try:
+        _ = base.embed_model  # loaded before the first job, not during it
         done = runner.run(until_idle=once, max_jobs=max_jobs)
     except KeyboardInterrupt:
         done = runner.processed
