@@ -6,7 +6,8 @@
 Setup (not timed): the bundled sample knowledge base (``data/knowledge``) is ingested once into a
 template KB with ``rag ingest``, an editor API key is created with ``rag keys create``, and for
 each client count the template is copied into a fresh KB served by ``rag serve`` as a subprocess
-on a free local port (``--workers`` ingestion threads in the server, default 1 like the service).
+on a free local port (``--workers`` ingestion worker processes of the server, default 1 like the
+service). ``--multi-process`` runs the multi-process deployment instead (service_multiprocess.py).
 After /api/health answers, a few questions warm the server up.
 
 Load (timed): ``--clients`` threads, each with its own httpx client, loop for ``--duration``
@@ -438,14 +439,19 @@ def main() -> None:
     parser.add_argument(
         "--upload-share", type=float, default=0.1, help="share of requests that upload (0-1)"
     )
-    parser.add_argument("--workers", type=int, default=1, help="ingestion threads in the server")
+    parser.add_argument("--workers", type=int, default=1, help="ingestion workers of the server")
     parser.add_argument(
         "--drain", type=float, default=120.0, help="max seconds to wait for uploads to finish"
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
-        "--json", type=Path, default=RESULTS / "service_load.json", help="results file"
+        "--multi-process",
+        action="store_true",
+        help="the multi-process deployment instead: CLI ingest + 2 workers + a server at once "
+        "(benchmarks/service_multiprocess.py; first --clients value)",
     )
+    parser.add_argument("--cli-files", type=int, default=40, help="--multi-process: CLI files")
+    parser.add_argument("--json", type=Path, default=None, help="results file")
     args = parser.parse_args()
     levels = [int(x) for x in str(args.clients).split(",") if x.strip()]
     if not levels or min(levels) < 1:
@@ -456,6 +462,10 @@ def main() -> None:
         print(f"skipped: sample knowledge base or questions not found ({SAMPLE_KB}, {SAMPLE_QA})")
         return
 
+    if args.multi_process:
+        multi_process(args, levels[0])
+        return
+    args.json = args.json or RESULTS / "service_load.json"
     runs = []
     with tempfile.TemporaryDirectory(prefix="rag-service-load-") as tmp:
         root = Path(tmp)
@@ -467,7 +477,14 @@ def main() -> None:
         "benchmark": "service_load",
         "machine": machine(),
         "setup": {
-            "server": "rag serve subprocess (uvicorn, 1 process) on a copy of the ingested "
+            "server": (
+                f"rag serve subprocess (uvicorn API process with {args.workers} worker thread(s): "
+                "RAG_WORKERS_IN_PROCESS)"
+                if os.environ.get("RAG_WORKERS_IN_PROCESS", "").lower() in ("1", "true", "yes")
+                else f"rag serve subprocess (uvicorn API process, {args.workers} worker "
+                "process(es) and a chroma run child it starts)"
+            )
+            + " on a copy of the ingested "
             "data/knowledge sample KB; clients are threads in the benchmark process (same machine)",
             "questions": str(SAMPLE_QA.relative_to(ROOT)),
             "upload": "generated Markdown, ~0.6 KB, unique content, POST /api/documents",
@@ -483,6 +500,25 @@ def main() -> None:
     }
     write_json(args.json, data)
     print(f"wrote {args.json}")
+
+
+def multi_process(args: argparse.Namespace, clients: int) -> None:
+    from service_multiprocess import run_multi_process
+
+    args.clients = clients
+    with tempfile.TemporaryDirectory(prefix="rag-service-multi-") as tmp:
+        os.chmod(tmp, 0o755)  # a PostgreSQL server may run as another user below it
+        run = run_multi_process(args, Path(tmp))
+    print(json.dumps({k: run[k] for k in ("ask", "upload", "checks")}, indent=1))
+    path = args.json or RESULTS / "service_load_multiprocess.json"
+    data = {
+        "benchmark": "service_load --multi-process",
+        "machine": machine(),
+        "command": "benchmarks/service_load.py " + " ".join(sys.argv[1:]),
+        "run": run,
+    }
+    write_json(path, data)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

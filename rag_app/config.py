@@ -56,7 +56,12 @@ class Settings(BaseSettings):
     chroma_url: str | None = Field(
         None, description="http://host:port of a Chroma server; default: persistent local Chroma."
     )
-    collection: str = Field("rag_chunks", pattern=r"^[A-Za-z0-9._-]{3,63}$")
+    collection: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._-]{3,63}$",
+        description="Chroma collection name; default: one per knowledge base, chosen at its "
+        "creation and kept in the ledger (older knowledge bases keep rag_chunks).",
+    )
     retrieval_mode: Literal["hybrid", "dense", "keyword"] = Field(
         "hybrid", description="hybrid (dense + BM25, fused), dense only, or keyword only."
     )
@@ -117,7 +122,15 @@ class Settings(BaseSettings):
 
     upload_max_mb: float = Field(20.0, gt=0, description="Service: largest upload (413 above).")
     workers: int = Field(
-        1, ge=0, description="Service: ingestion worker threads in the API process."
+        1,
+        ge=0,
+        description="Service: ingestion workers of `rag serve` (processes of their own, or "
+        "threads in the API process with workers_in_process; 0 = only `rag worker`s).",
+    )
+    workers_in_process: bool = Field(
+        False,
+        description="Service: run `rag serve`'s ingestion workers as threads in the API process "
+        "(one process; a file that kills its worker takes the API down).",
     )
     job_lease_seconds: float = Field(
         60.0, gt=0, description="A job whose worker hasn't heartbeat for this long is requeued."

@@ -28,6 +28,7 @@ from rag_app.query import QueryService, node_to_source
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.store import doctor
+from rag_app.store.collection_name import collection_for
 from rag_app.store.ledger import Ledger
 from rag_app.store.vectors import VectorStore
 from rag_app.store.writer_lock import WriterLock
@@ -80,9 +81,10 @@ class KnowledgeBase:
             self._release_writer()
             raise
         try:
+            collection = collection_for(self.ledger, settings.collection)  # before the meta
             self._check_embedding_matches()
             self.vectors = VectorStore(
-                path=self.path / "chroma", url=settings.chroma_url, collection=settings.collection
+                path=self.path / "chroma", url=settings.chroma_url, collection=collection
             )
         except BaseException:
             self.ledger.close()

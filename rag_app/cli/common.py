@@ -55,7 +55,9 @@ def setup_logging(verbose: bool = False) -> None:
 
 
 @contextmanager
-def open_kb(kb: Path | None, *, read_only: bool = False) -> Iterator[KnowledgeBase]:
+def open_kb(
+    kb: Path | None, *, read_only: bool = False, settings: Settings | None = None
+) -> Iterator[KnowledgeBase]:
     """The knowledge base, closed when the block ends; ``read_only`` commands take no writer
     lock (store/writer_lock.py). A KB that can't be opened is an error message and exit code 2."""
     from rag_app.embeddings import EmbeddingLoadError
@@ -63,7 +65,7 @@ def open_kb(kb: Path | None, *, read_only: bool = False) -> Iterator[KnowledgeBa
     from rag_app.store.writer_lock import KnowledgeBaseBusy
 
     try:
-        base = KnowledgeBase.open(kb, read_only=read_only)
+        base = KnowledgeBase.open(kb, settings, read_only=read_only)
     except (KnowledgeBaseError, KnowledgeBaseBusy, EmbeddingLoadError, ValueError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc

@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from rag_app.cli.common import JsonOpt, KbOpt, emit_json, err, open_kb, open_ledger, out
+from rag_app.cli.common import (
+    JsonOpt,
+    KbOpt,
+    emit_json,
+    err,
+    kb_settings,
+    open_kb,
+    open_ledger,
+    out,
+)
 
 if TYPE_CHECKING:
     from rag_app.store.jobs import Job
@@ -100,10 +109,17 @@ def serve(
         int | None,
         typer.Option(
             "--workers",
-            help="Ingestion worker threads in this process [env RAG_WORKERS; default 1]; "
-            "0 = leave jobs to `rag worker` processes.",
+            help="Ingestion workers [env RAG_WORKERS; default 1]: `rag worker` processes "
+            "started (and restarted) by this one; 0 = leave jobs to `rag worker`s run elsewhere.",
         ),
     ] = None,
+    in_process: Annotated[
+        bool,
+        typer.Option(
+            "--workers-in-process",
+            help="Run the workers as threads in the API process [env RAG_WORKERS_IN_PROCESS].",
+        ),
+    ] = False,
 ) -> None:
     """Serve the HTTP API (/api, OpenAPI at /docs) and the browser UI (/).
 
@@ -112,13 +128,33 @@ def serve(
     import uvicorn
 
     from rag_app.service.app import create_app
-    from rag_app.store.writer_lock import describe_writer
+    from rag_app.service.processes import ServeProcesses, workers_in_process
+    from rag_app.store.writer_lock import KnowledgeBaseBusy, describe_writer
 
-    with open_kb(kb) as base:
-        describe_writer(base.path, f"rag serve on http://{host}:{port}")
-        application = create_app(base.settings, kb=base, workers=workers)
-        err.print(f"serving {base.path} on http://{host}:{port}  (UI /, API docs /docs)")
-        uvicorn.run(application, host=host, port=port, log_level="warning")
+    settings = kb_settings(kb)
+    count = settings.workers if workers is None else workers
+    children = None
+    if not workers_in_process(settings, count, in_process):  # service/processes.py
+        children = ServeProcesses(
+            settings, workers=count, describe=f"rag serve on http://{host}:{port}"
+        )
+        try:
+            settings = children.start()
+        except (KnowledgeBaseBusy, RuntimeError, OSError) as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from exc
+    try:
+        with open_kb(kb, settings=settings) as base:
+            describe_writer(base.path, f"rag serve on http://{host}:{port}")
+            application = create_app(base.settings, kb=base, workers=0 if children else count)
+            where = f"{count} worker process(es)" if children else f"{count} worker thread(s)"
+            err.print(
+                f"serving {base.path} on http://{host}:{port} with {where} (UI /, docs /docs)"
+            )
+            uvicorn.run(application, host=host, port=port, log_level="warning")
+    finally:
+        if children is not None:
+            children.stop()
 
 
 def worker(
@@ -150,6 +186,7 @@ def worker(
         signal.signal(signal.SIGTERM, lambda *_: runner.stop())
         err.print(f"worker {runner.name} on {base.path}")
         try:
+            _ = base.embed_model  # loaded before the first job, not during it
             done = runner.run(until_idle=once, max_jobs=max_jobs)
         except KeyboardInterrupt:
             done = runner.processed

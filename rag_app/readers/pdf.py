@@ -74,13 +74,26 @@ def read_pdf(data: bytes, *, ocr: bool = True) -> ParsedFile:
     ocr_pages: list[int] = []
     ocr_error: str | None = None
     if ocr and not all(texts):
-        ocr_pages, ocr_error = _ocr_empty_pages(pages, texts)
+        ocr_pages, ocr_error, lost = _ocr_empty_pages(pages, texts)
+        if not any(texts) and failed == len(pages):
+            raise ReaderError("PDF text extraction failed on every page (damaged file?)")
+        # a scanned page that couldn't be read is a FAILED file, not a silently empty page
+        if ocr_error:
+            empty = ", ".join(str(i + 1) for i, t in enumerate(texts) if not t)
+            raise ReaderError(
+                f"PDF page {empty} has no text layer and OCR is unavailable ({ocr_error}): "
+                "install it (`make ocr-deps`), or set RAG_PDF_OCR=false to ingest only the "
+                "pages with text"
+            )
+        if lost:
+            raise ReaderError(
+                "OCR failed on PDF page "
+                + "; page ".join(f"{number} ({why})" for number, why in lost)
+            )
 
     if not any(texts):
         if failed == len(pages):
             raise ReaderError("PDF text extraction failed on every page (damaged file?)")
-        if ocr_error:
-            raise ReaderError(f"PDF has no text layer and OCR failed ({ocr_error})")
         if not ocr:
             raise ReaderError("PDF has no extractable text (scanned or image-only?; OCR is off)")
         raise ReaderError("PDF has no extractable text (no text layer, no readable images)")
@@ -110,35 +123,45 @@ def read_pdf(data: bytes, *, ocr: bool = True) -> ParsedFile:
     )
 
 
-def _ocr_empty_pages(pages: list[Any], texts: list[str]) -> tuple[list[int], str | None]:
-    """OCR the images of every page whose text is empty, in place; the pages that got text and
-    the reason OCR could not run at all (``None`` if it could)."""
-    from rag_app.readers.ocr import OcrUnavailable, ocr_image
+def _ocr_empty_pages(
+    pages: list[Any], texts: list[str]
+) -> tuple[list[int], str | None, list[tuple[int, str]]]:
+    """OCR the images of every page whose text is empty, in place. Returns the pages that got
+    text, the reason OCR could not run at all (``None`` if it could), and the pages that stayed
+    empty because their images could not be read or OCR'd (page number, reason)."""
+    import rag_app.readers.ocr as ocr_module
+    from rag_app.readers.ocr import OcrUnavailable
 
     done: list[int] = []
+    lost: list[tuple[int, str]] = []
     for index, page in enumerate(pages):
         if texts[index]:
             continue
         try:
             images = list(page.images)
-        except Exception as exc:  # noqa: BLE001 - an undecodable image: the page stays empty
+        except Exception as exc:  # noqa: BLE001 - an undecodable image: the page is lost
             log.warning("PDF page %d: images unreadable: %s", index + 1, exc)
+            lost.append((index + 1, f"images unreadable: {type(exc).__name__}: {exc}"[:200]))
             continue
         parts: list[str] = []
+        errors: list[str] = []
         for image in images:
             try:
-                parts.append(ocr_image(image.image))
+                parts.append(ocr_module.ocr_image(image.image))
             except OcrUnavailable as exc:
-                return done, str(exc)
-            except Exception as exc:  # noqa: BLE001 - one bad image must not sink the file
+                return done, str(exc), lost
+            except Exception as exc:  # noqa: BLE001 - reported below if the page stays empty
                 log.warning("PDF page %d: OCR failed: %s", index + 1, exc)
+                errors.append(f"{type(exc).__name__}: {exc}"[:200])
         text = _clean_page("\n".join(p for p in parts if p))
         if text:
             texts[index] = text
             done.append(index + 1)
+        elif errors:
+            lost.append((index + 1, errors[0]))
     if done:
         log.info("OCR'd %d PDF page(s) without a text layer: %s", len(done), done)
-    return done, None
+    return done, None, lost
 
 
 def _info(reader: PdfReader) -> tuple[str | None, str | None]:

@@ -135,8 +135,11 @@ def test_killed_server_resumes_the_job_after_restart(tmp_path: Path) -> None:
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
 
-    # 1. the server is killed (SIGKILL) in the middle of the job: vectors written, no flip
-    proc = _serve(kb_dir, port, RAG_FAULT="ingest.after_vectors:kill")
+    # 1. the server (workers as threads in it) is killed (SIGKILL) in the middle of the job:
+    # vectors written, no flip
+    proc = _serve(
+        kb_dir, port, RAG_FAULT="ingest.after_vectors:kill", RAG_WORKERS_IN_PROCESS="true"
+    )
     try:
         _wait_up(url, proc)
         response = httpx.post(
@@ -154,7 +157,8 @@ def test_killed_server_resumes_the_job_after_restart(tmp_path: Path) -> None:
     (job,) = queue.latest_for([doc_id]).values()
     assert job.status == "PROCESSING"  # orphaned by the dead process
 
-    # 2. restarted without the fault: the stale job is requeued after the lease and completes
+    # 2. restarted without the fault (workers in a process of their own, the default): the
+    # stale job is requeued after the lease and completes
     proc = _serve(kb_dir, port, RAG_JOB_LEASE_SECONDS="1")
     try:
         _wait_up(url, proc)

@@ -1,0 +1,255 @@
+"""``rag serve``'s ingestion workers in processes of their own, started and restarted by it.
+
+Ingestion ran in worker threads of the API process: a file that killed its worker (the kernel's
+OOM killer, a crash in a native library) took the API down for every tenant (issue 16). Parsing
+is bounded in a child process already (pipelines/isolation.py); embedding and writing still ran
+in the API process. Now ``rag serve`` starts ``RAG_WORKERS`` ``rag worker`` processes and
+restarts any that exits; the API process only enqueues, answers and deletes. A job whose worker
+died is requeued after ``RAG_JOB_LEASE_SECONDS`` and FAILED after ``RAG_JOB_MAX_ATTEMPTS``.
+
+Writers (docs/writers.md): with a Chroma server (``RAG_CHROMA_URL``) every process writes to it.
+With a local (embedded) Chroma only one process may open ``<kb>/chroma``, so ``rag serve`` takes
+the knowledge base's writer lock itself and serves that directory with a ``chroma run`` child
+on 127.0.0.1 (same on-disk format); the API and the workers use it over HTTP. ``rag ingest``
+while the server runs is still refused with the fix; after the server stops, the CLI opens the
+directory directly again. Children get SIGTERM when ``rag serve`` dies (Linux
+``PR_SET_PDEATHSIG``), so a ``kill -9`` of the server leaves no worker writing behind it.
+
+``RAG_WORKERS_IN_PROCESS=true`` / ``rag serve --workers-in-process`` keep the worker threads in
+the API process (one process; a fatal file takes the API down with it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from rag_app.config import Settings
+from rag_app.store.vectors import HEARTBEAT_PATH
+from rag_app.store.writer_lock import WriterLock, describe_writer
+
+logger = logging.getLogger(__name__)
+
+CHROMA_START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 15.0
+RESTART_DELAY_S = 1.0
+MAX_RESTART_DELAY_S = 30.0
+HEALTHY_RUN_S = 60.0  # a child that ran this long restarts without back-off
+PR_SET_PDEATHSIG = 1
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks Linux to SIGTERM the child when its parent thread ends.
+
+    ``prctl`` is looked up here, in the parent: between fork and exec the child only calls it
+    (no ``dlopen``/``dlsym``, whose locks another thread of the parent may hold at the fork).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return functools.partial(prctl, PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _no_proxy(env: dict[str, str]) -> None:
+    """The children's HTTP clients honour proxy variables: never send 127.0.0.1 through one."""
+    current = [p for p in env.get("NO_PROXY", env.get("no_proxy", "")).split(",") if p]
+    env["NO_PROXY"] = env["no_proxy"] = ",".join(dict.fromkeys([*current, "127.0.0.1"]))
+
+
+class Child:
+    """One supervised child process: started, restarted when it exits, stopped on request."""
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str], log: Path | None):
+        self.name, self.command, self.env, self.log = name, command, env, log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+        self.restarts = 0
+        self.delay = RESTART_DELAY_S
+        self.next_start = 0.0
+
+    def start(self) -> None:
+        out = self.log.open("ab") if self.log is not None else None
+        try:
+            self.proc = subprocess.Popen(
+                self.command,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out if out is not None else None,
+                stderr=subprocess.STDOUT if out is not None else None,
+                start_new_session=True,  # Ctrl-C reaches rag serve, which stops us in order
+                preexec_fn=_parent_death_signal(),  # noqa: PLW1509 - prctl only
+            )
+        finally:
+            if out is not None:
+                out.close()
+        self.started = time.monotonic()
+
+    def check(self, now: float) -> None:
+        """Restart the child if it exited (with back-off when it keeps dying young)."""
+        if self.proc is None or self.proc.poll() is None:
+            return
+        if self.next_start == 0.0:
+            code = self.proc.returncode
+            young = now - self.started < HEALTHY_RUN_S
+            self.delay = min(self.delay * 2, MAX_RESTART_DELAY_S) if young else RESTART_DELAY_S
+            self.next_start = now + self.delay
+            logger.warning(
+                "%s (pid %s) exited with %s; restarting in %.0f s",
+                self.name,
+                self.proc.pid,
+                f"signal {-code}" if code < 0 else f"code {code}",
+                self.delay,
+            )
+        if now >= self.next_start:
+            self.next_start = 0.0
+            self.restarts += 1
+            self.start()
+
+    def stop(self) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # its own session: only what we started
+            proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+class ServeProcesses:
+    """The children of one ``rag serve``: a ``chroma run`` for a local KB, and the workers.
+
+    ``start()`` returns the settings the API process opens its knowledge base with (a local
+    KB's ``chroma_url`` then names the child server). Children are spawned from the monitor
+    thread, which lives until ``stop()`` (``PR_SET_PDEATHSIG`` fires when the spawning thread
+    ends).
+    """
+
+    def __init__(self, settings: Settings, *, workers: int, describe: str) -> None:
+        self.settings = settings
+        self.workers = workers
+        self.describe = describe
+        self.lock: WriterLock | None = None
+        self.chroma: Child | None = None
+        self.children: list[Child] = []
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Settings:
+        settings = self.settings
+        kb_dir = settings.kb_dir
+        env = dict(os.environ)
+        env.update(RAG_KB_DIR=str(kb_dir.resolve()), ANONYMIZED_TELEMETRY="False")
+        _no_proxy(env)
+        if settings.chroma_url is None:
+            # raises KnowledgeBaseBusy (with the fix) while another process writes the KB
+            self.lock = WriterLock(kb_dir)
+            describe_writer(kb_dir, self.describe)
+            url = f"http://127.0.0.1:{free_port()}"
+            chroma_exe = Path(sys.executable).with_name("chroma")
+            command = [str(chroma_exe), "run", "--path", str((kb_dir / "chroma").resolve())]
+            command += ["--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1]]
+            chroma_env = {k: v for k, v in env.items() if not k.startswith("CHROMA_")}
+            self.chroma = Child("chroma server", command, chroma_env, kb_dir / "chroma.log")
+            env["RAG_CHROMA_URL"] = url
+            _no_proxy(os.environ)  # type: ignore[arg-type]  # this process's client, too
+            settings = settings.model_copy(update={"chroma_url": url})
+        worker_cmd = [sys.executable, "-m", "rag_app.cli", "worker", "--kb", str(kb_dir)]
+        self.children = [
+            Child(f"worker {i + 1}", worker_cmd, env, None) for i in range(self.workers)
+        ]
+        self._thread = threading.Thread(target=self._monitor, name="rag-children", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self.stop()
+            raise self._error
+        return settings
+
+    def _monitor(self) -> None:
+        try:
+            if self.chroma is not None:
+                self.chroma.start()
+                _wait_for_chroma(self.chroma, str(self.chroma.command[-1]))
+            for child in self.children:
+                child.start()
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        while not self._stop.wait(0.5):
+            now = time.monotonic()
+            for child in [c for c in (self.chroma, *self.children) if c is not None]:
+                try:
+                    child.check(now)
+                except OSError:
+                    logger.exception("could not restart %s", child.name)
+
+    def pids(self) -> dict[str, int | None]:
+        every = [c for c in (self.chroma, *self.children) if c is not None]
+        return {c.name: (c.proc.pid if c.proc else None) for c in every}
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(STOP_TIMEOUT_S)
+        stoppers = [threading.Thread(target=c.stop) for c in self.children]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join()
+        if self.chroma is not None:  # after the workers: they write through it
+            self.chroma.stop()
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+
+def _wait_for_chroma(child: Child, port: str) -> None:
+    url = f"http://127.0.0.1:{port}{HEARTBEAT_PATH}"
+    deadline = time.monotonic() + CHROMA_START_TIMEOUT_S
+    transport = httpx.HTTPTransport()  # no proxy from the environment
+    with httpx.Client(transport=transport, timeout=2.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            if child.proc is not None and child.proc.poll() is not None:
+                raise RuntimeError(
+                    f"the knowledge base's chroma server exited ({child.proc.returncode}); "
+                    f"see {child.log}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get(url).status_code == 200:
+                    return
+            time.sleep(0.2)
+    raise RuntimeError(f"the knowledge base's chroma server gave no heartbeat; see {child.log}")
+
+
+def workers_in_process(settings: Settings, workers: int, flag: bool) -> bool:
+    """Threads in the API process (the old model): asked for, or no workers at all."""
+    return flag or settings.workers_in_process or workers == 0
