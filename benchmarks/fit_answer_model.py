@@ -51,8 +51,9 @@ UNIT_SIGNS = {
     "cov_unit": 1, "cov_ctx": 1, "cov_heading": 1, "bigram_unit": 1, "bigram_ctx": 1,
     "miss_ctx": -1, "miss_all": -1, "head_unit": 1, "head_ctx": 1, "focus_unit": 1,
     "focus_ctx": 1, "entity_unit": 1, "entity_ctx": 1, "has_entity": 0, "constraint_unit": 1,
-    "constraint_ctx": 1, "expects_value": 0, "value_unit": 1, "value_gap": -1, "dense": 1,
-    "dense_gap": 1, "rank": 1, "first_in_node": 0, "phrase_unit": 1, "phrase_ctx": 1, "column": 1,
+    "constraint_ctx": 1, "expects_value": 0, "value_unit": 1, "value_gap": -1,
+    "value_with_head": 1, "dense": 1, "dense_gap": 1, "rank": 1,
+    "first_in_node": 0, "phrase_unit": 1, "phrase_ctx": 1, "column": 1,
 }  # fmt: skip
 GATE_KIND = os.environ.get("GATE_KIND", "trees")  # trees (monotone boosted) | signed (logistic)
 GATE_SIGNS = {
@@ -60,6 +61,7 @@ GATE_SIGNS = {
     "cov_ctx_max": 1, "head_with_entity": 1, "dense_max": 1, "constraint_gap": -1, "head_gap": -1,
     "phrase_unit_max": 1, "phrase_with_entity": 1, "asks_fact": 0, "expects_value": 0,
     "phrase_term_missing": -1, "rarest_phrase_missing": -1, "rarest_focus_missing": -1,
+    "asked_sim_max": 1,
 }  # fmt: skip
 GATE_TREES = {"max_iter": 100, "max_depth": 3, "learning_rate": 0.1, "min_samples_leaf": 50,
               "l2_regularization": 1.0}  # fmt: skip

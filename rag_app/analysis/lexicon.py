@@ -30,6 +30,14 @@ class Lexicon(BaseModel):
     value_patterns: dict[str, str] = Field(default_factory=dict)
     units: list[str] = Field(default_factory=list)
     function_words: list[str] = Field(default_factory=list)
+    conjunctions: list[str] = Field(
+        default_factory=list,
+        description="Single-character conjunctions (和, 与) that jieba may "
+        "glue to the next name (和云翼): stripped from entities.",
+    )
+    vague_nouns: list[str] = Field(
+        default_factory=list, description="Nouns that never say what is asked (数据, 情况)."
+    )
     char_variants: list[list[str]] = Field(default_factory=list)
     _values: dict[str, re.Pattern[str]] = PrivateAttr(default_factory=dict)
     _cue_index: list[tuple[str, str]] = PrivateAttr(default_factory=list)
@@ -70,6 +78,9 @@ class Lexicon(BaseModel):
 
     def is_function_word(self, word: str) -> bool:
         return word in self._function
+
+    def is_vague(self, word: str) -> bool:
+        return word in self.vague_nouns
 
     def normalize(self, text: str) -> str:
         """Map spelling variants to one form (缴→交, 帐→账), for fuzzy matching on both sides."""

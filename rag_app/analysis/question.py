@@ -13,6 +13,8 @@ from rag_app.retrieval.tokenizer import label_tokens, query_tokens
 
 # answer types whose answer is a value of a recognisable form (lexicon value_patterns)
 VALUE_TYPES = ("duration", "date", "money", "ratio", "number", "person", "organization", "place")
+# answer types that ask no single thing: no asked head
+OPEN_TYPES = ("yes_no", "method", "reason")
 
 _QUOTED = re.compile(r"《([^》]{1,40})》|“([^”]{1,40})”|「([^」]{1,40})」|\"([^\"]{1,40})\"")
 _NUMBER_WITH_UNIT = re.compile(
@@ -22,6 +24,9 @@ _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]{2,}")
 _CLAUSE_MARKS = ("，", ",", "；", ";", "。", "：", ":")
 _ENTITY_FLAGS = ("nr", "ns", "nt", "nz", "eng")
 _CONTENT_FLAGS = ("n", "v", "a", "eng", "l", "i", "j", "t", "s", "vn", "an")
+# words that join into one asked phrase before the question word (等待|期, 机房|温度|标准)
+_JOINED_FLAGS = ("n", "v", "a", "eng", "l", "i", "j", "s", "q", "b", "g", "k")
+_NOUN_FLAGS = ("n", "eng", "j", "l", "s")  # nouns; a verbal noun (vn: 设置, 赔付) only if none
 
 
 class QuestionAnalysis(BaseModel):
@@ -30,7 +35,7 @@ class QuestionAnalysis(BaseModel):
     text: str
     answer_type: str = Field(
         "other",
-        description="duration, date, money, ratio, number, person, "
+        description="choice (谁更…), duration, date, money, ratio, number, person, "
         "organization, place, reason, method, list, yes_no, definition, what, other",
     )
     cue: str | None = Field(None, description="The question word that set the answer type.")
@@ -49,6 +54,9 @@ class QuestionAnalysis(BaseModel):
         default_factory=list,
         description="Terms of the asked phrase, the content words around the head "
         "('机房温度标准是多少' -> 机房, 温度, 标准): one answer unit should hold them together.",
+    )
+    asked: str = Field(
+        "", description="The asked phrase as written (机房温度标准), for semantic matching."
     )
     labels: list[str] = Field(default_factory=list, description="第X条 labels, canonical.")
 
@@ -105,7 +113,13 @@ class QuestionAnalyzer:
         terms = [
             t for t in query_tokens(_blank_cues(question, cues)) if not lex.is_function_word(t)
         ]
-        head, phrase = self._head(question, words, chosen) if chosen else (None, "")
+        # a head only where one thing is asked for: not in a yes/no, how or why question, whose
+        # own words ("老公欠的债我要还吗") need not be the documents'
+        head, phrase = (
+            self._head(question, words, chosen)
+            if chosen is not None and chosen[3] not in OPEN_TYPES
+            else (None, "")
+        )
         focus = self._focus(question, chosen, terms, entities)
         return QuestionAnalysis(
             text=question,
@@ -117,6 +131,7 @@ class QuestionAnalyzer:
             terms=terms,
             focus=focus,
             phrase=[t for t in terms if t in phrase.lower()],
+            asked=phrase,
             labels=label_tokens(question),
         )
 
@@ -126,6 +141,8 @@ class QuestionAnalyzer:
             out.append(next(g for g in m.groups() if g))
         out.extend(m.group(0) for m in _LATIN.finditer(question))
         for word, flag in words:
+            if word[:1] in self.lexicon.conjunctions:  # "A和云翼" cut as A / 和云翼
+                word = word[1:]
             if (
                 len(word) >= 2
                 and flag.startswith(_ENTITY_FLAGS)
@@ -153,18 +170,26 @@ class QuestionAnalyzer:
     def _head(
         self, question: str, words: list[tuple[str, str]], cue: tuple[int, int, str, str]
     ) -> tuple[str | None, str]:
-        """The content word right after the cue ("多少保费"), else the nearest one before it
-        ("等待期是多少天"); and the asked phrase: the run of content words it ends or starts
-        ("机房温度标准是多少" -> 机房温度标准, "Redis的版本要求" -> 版本要求)."""
+        """The content word right after the cue ("多少保费") with the run of content words it
+        starts; else, before the cue and in its clause, the nearest run of joined words that holds
+        a noun, without a trailing verb or vague noun ("售价达到了多少" -> 售价, "绿化率数据" ->
+        绿化率): its last word is the head (with the one before when it is a single character:
+        等待|期 -> 等待期) and the run is the asked phrase ("机房温度标准是多少" -> 机房温度标准).
+        Else the nearest content word of two or more characters in that clause."""
         start, end = cue[0], cue[1]
         spans, pos = [], 0
         for word, flag in words:
             spans.append((pos, pos + len(word), word, flag))
             pos += len(word)
+        lex = self.lexicon
 
         def content(i: int) -> bool:
             word, flag = spans[i][2], spans[i][3]
-            return flag.startswith(_CONTENT_FLAGS) and not self.lexicon.is_function_word(word)
+            return flag.startswith(_CONTENT_FLAGS) and not lex.is_function_word(word)
+
+        def noun(i: int, flags: tuple[str, ...]) -> bool:
+            word, flag = spans[i][2], spans[i][3]
+            return flag.startswith(flags) and content(i) and not lex.is_vague(word)
 
         def run(i: int, step: int) -> str:
             j = i
@@ -173,13 +198,43 @@ class QuestionAnalyzer:
             lo, hi = min(i, j), max(i, j)
             return "".join(spans[k][2] for k in range(lo, hi + 1))
 
-        for i, s in enumerate(spans):
-            if s[0] >= end and s[0] - end <= 1:
-                if content(i):
-                    return s[2], run(i, 1)
+        after = [i for i, s in enumerate(spans) if s[0] >= end]
+        if after and spans[after[0]][2] == "的":  # 多长的宽限期
+            after = after[1:]
+        if after and spans[after[0]][0] - end <= 2:
+            i = after[0]
+            if content(i) and not lex.is_vague(spans[i][2]):
+                return spans[i][2], run(i, 1)
+        before = [i for i in range(len(spans) - 1, -1, -1) if spans[i][1] <= start]
+        chunks: list[list[int]] = [[]]  # runs of joined words before the cue, nearest first
+        for i in before:
+            if spans[i][2] in _CLAUSE_MARKS:
                 break
-        for i in range(len(spans) - 1, -1, -1):
-            if spans[i][1] <= start and content(i):
+            if spans[i][3].startswith(_JOINED_FLAGS) and not lex.is_function_word(spans[i][2]):
+                chunks[-1].insert(0, i)
+            elif chunks[-1]:
+                chunks.append([])
+        for flags in (_NOUN_FLAGS, ("vn", "an")):
+            for chunk in chunks:
+                # a trailing verb or vague noun is not the asked thing (售价|达到, 绿化率|数据)
+                while chunk and (
+                    spans[chunk[-1]][3].startswith(("v", "a", "d"))
+                    and not noun(chunk[-1], flags)
+                    or lex.is_vague(spans[chunk[-1]][2])
+                ):
+                    chunk = chunk[:-1]
+                suffixed = len(chunk) > 1 and len(spans[chunk[-1]][2]) == 1  # 等待|期
+                if chunk and (suffixed or any(noun(i, flags) for i in chunk)):
+                    last = chunk[-1]
+                    if len(spans[last][2]) < 2 and len(chunk) > 1:  # 等待|期
+                        head = spans[chunk[-2]][2] + spans[last][2]
+                    else:
+                        head = spans[last][2]
+                    return head, "".join(spans[i][2] for i in chunk)
+        for i in before:
+            if spans[i][2] in _CLAUSE_MARKS:
+                break
+            if content(i) and len(spans[i][2]) >= 2 and not lex.is_vague(spans[i][2]):
                 return spans[i][2], run(i, -1)
         return None, ""
 

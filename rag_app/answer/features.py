@@ -28,7 +28,7 @@ FEATURES: tuple[str, ...] = (
     "bigram_ctx",  # ... in the node
     "miss_ctx",  # IDF share of the rarest question term missing from the node (0: none missing)
     "miss_all",  # ... missing from all the evidence
-    "head_unit",  # the asked head is in the unit (as written, up to spelling variants)
+    "head_unit",  # the asked head is in the unit (1; up to spelling variants), or most of its chars
     "head_ctx",  # ... in the node
     "phrase_unit",  # IDF-weighted coverage of the asked phrase's terms (机房温度标准) in the unit
     "phrase_ctx",  # ... in the node
@@ -42,8 +42,10 @@ FEATURES: tuple[str, ...] = (
     "expects_value",  # the question asks for a number, date, amount, person, place...
     "value_unit",  # the unit holds a value of the asked type
     "value_gap",  # expects a value and the unit holds none
+    "value_with_head",  # the unit holds a value of the asked type and the asked head
     "dense",  # cosine of the question and the unit embeddings
     "dense_gap",  # dense minus the best dense of the evidence
+    "asked_sim",  # best cosine of the asked phrase and one clause or column name of the unit
     "rank",  # 1 / number of the unit's evidence node
     "first_in_node",
     "is_row",
@@ -55,6 +57,8 @@ FEATURES: tuple[str, ...] = (
 
 _BIGRAM_CHARS = re.compile(r"[\u4e00-\u9fff0-9a-z]")
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
+_CLAUSE = re.compile(r"[，。；：、,;:！？!?（）()\s]+")
+MAX_SEGMENTS = 6  # clauses (or column names) per unit compared with the asked phrase
 DENSE_UNITS = 8  # units embedded per question (the best by lexical coverage)
 
 
@@ -150,7 +154,7 @@ class FeatureExtractor:
                     weighted_coverage(w, path),
                     len(q_bigrams & bigrams(ctx)) / len(q_bigrams) if q_bigrams else 0.0,
                     max((w[t] for t in missing), default=0.0) / wmax,
-                    (1.0 if head in ctx else 0.0) if head else 1.0,
+                    term_credit(head, ctx) if head else 1.0,
                     weighted_coverage(pw, ctx) if pw else 1.0,
                     weighted_coverage(fw, ctx) if fw else 1.0,
                     _share(entities, ctx),
@@ -186,7 +190,7 @@ class FeatureExtractor:
                     bg_ctx,
                     miss_ctx,
                     miss_all,
-                    (1.0 if head in text else 0.0) if head else 1.0,
+                    term_credit(head, text) if head else 1.0,
                     head_ctx,
                     weighted_coverage(pw, text) if pw else 1.0,
                     phrase_ctx,
@@ -200,8 +204,10 @@ class FeatureExtractor:
                     1.0 if analysis.expects_value else 0.0,
                     1.0 if has_value else 0.0,
                     1.0 if analysis.expects_value and not has_value else 0.0,
+                    min(1.0 if has_value else 0.0, term_credit(head, text) if head else 1.0),
                     0.0,
                     0.0,
+                    1.0,
                     1.0 / u.source,
                     1.0 if u.index == 0 else 0.0,
                     1.0 if u.kind == "row" else 0.0,
@@ -213,20 +219,43 @@ class FeatureExtractor:
             )
         x = np.asarray(rows, dtype=np.float64).reshape(len(units), len(FEATURES))
         if self.embed is not None and len(units):
-            self._dense(analysis.text, units, x)
+            self._dense(analysis, units, x)
         return x
 
-    def _dense(self, question: str, units: Sequence[AnswerUnit], x: np.ndarray) -> None:
-        """Embed the best units by lexical coverage; the others get the lowest similarity."""
+    def _dense(
+        self, analysis: QuestionAnalysis, units: Sequence[AnswerUnit], x: np.ndarray
+    ) -> None:
+        """Embed the best units by lexical coverage; the others get the lowest similarity. The
+        asked phrase is compared with the short segments of those units (a row's column names,
+        else its clauses), so "利润总额" meets the column "营业利润" and "机房温度标准" meets
+        nothing; a question without an asked phrase leaves ``asked_sim`` at 1."""
         assert self.embed is not None
-        i_cov, i_dense, i_gap = (
+        i_cov, i_dense, i_gap, i_asked = (
             FEATURES.index("cov_unit"),
             FEATURES.index("dense"),
             FEATURES.index("dense_gap"),
+            FEATURES.index("asked_sim"),
         )
         order = np.argsort(-x[:, i_cov], kind="stable")[:DENSE_UNITS]
-        sims = self.embed(question, [units[i].scoring_text for i in order])
+        sims = self.embed(analysis.text, [units[i].scoring_text for i in order])
         x[:, i_dense] = min(sims) if sims else 0.0
         for i, s in zip(order, sims, strict=True):
             x[i, i_dense] = s
         x[:, i_gap] = x[:, i_dense] - x[:, i_dense].max()
+        if len(analysis.asked) < 2:
+            return
+        segments = {int(i): segments_of(units[i]) for i in order}
+        flat = list(dict.fromkeys(s for segs in segments.values() for s in segs))
+        if not flat:
+            return
+        sim = dict(zip(flat, self.embed(analysis.asked, flat), strict=True))
+        x[:, i_asked] = min(sim.values())
+        for i, segs in segments.items():
+            if segs:
+                x[i, i_asked] = max(sim[s] for s in segs)
+
+
+def segments_of(unit: AnswerUnit) -> list[str]:
+    """A unit's short segments: a row's column names, else its clauses (two or more chars)."""
+    parts = unit.header if unit.kind == "row" and unit.header else _CLAUSE.split(unit.text)
+    return list(dict.fromkeys(p.strip() for p in parts if len(p.strip()) >= 2))[:MAX_SEGMENTS]

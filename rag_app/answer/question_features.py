@@ -51,6 +51,7 @@ QUESTION_FEATURES: tuple[str, ...] = (
     "head_gap",  # the asked head is in no passage that names the entities
     "head_unseen",  # the knowledge base never mentions the asked head
     "unseen_terms",  # share of the question's terms the knowledge base never mentions
+    "asked_sim_max",  # the asked phrase's best cosine with a clause or column name
 )
 
 
@@ -126,5 +127,6 @@ def question_vector(
             else 0.0,
             head_unseen,
             unseen_share,
+            float(f["asked_sim"].max()),
         ]
     )

@@ -77,6 +77,33 @@ def test_head_is_the_asked_thing(analyzer: QuestionAnalyzer) -> None:
     assert analyzer("每年交多少保费？").head == "保费"
 
 
+def test_head_prefers_a_noun_to_a_verb_or_a_vague_noun(analyzer: QuestionAnalyzer) -> None:
+    # a verb before the question word is not what is asked; the noun before it is
+    assert analyzer("这款手机的售价达到了多少？").head == "售价"
+    assert analyzer("重疾险的等待期是多少天？").head == "等待期"  # 等待|期, one compound
+    assert analyzer("登录口令最少要设置几位？").head == "口令"
+    # 数据/情况/信息 say nothing about what is asked
+    assert analyzer("这个小区的绿化率数据是多少？").head == "绿化率"
+    assert analyzer("地铁站的客流情况是多少？").head == "客流"
+
+
+def test_a_conjunction_glued_to_a_name_is_not_part_of_the_entity(
+    analyzer: QuestionAnalyzer,
+) -> None:
+    for entity in analyzer("比较农田实业有限公司和云翼航空有限公司的重组时间，哪家更早？").entities:
+        assert not entity.startswith("和")
+
+
+def test_comparisons_ask_for_a_choice(analyzer: QuestionAnalyzer) -> None:
+    assert analyzer("甲和乙的体温谁更高？").answer_type == "choice"
+    assert analyzer("这两家公司哪家更早上市？").answer_type == "choice"
+
+
+def test_the_asked_phrase_as_written(analyzer: QuestionAnalyzer) -> None:
+    assert analyzer("制度规定的机房温度标准是多少？").asked == "机房温度标准"
+    assert analyzer("为什么？").asked == ""
+
+
 def test_article_labels_are_canonical(analyzer: QuestionAnalyzer) -> None:
     assert analyzer("第三十三条规定了什么？").labels == ["第33条"]
 
