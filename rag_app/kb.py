@@ -32,6 +32,7 @@ from rag_app.engine import AnswerEngine, build_answer_engine
 from rag_app.faults import fault_point
 from rag_app.readers import SUPPORTED_EXTENSIONS, ParsedFile, ReaderError
 from rag_app.retrieval.hybrid import HybridRetriever
+from rag_app.retrieval.prf import feedback_params
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.store.ledger import DocumentGone, Ledger
@@ -678,6 +679,7 @@ class KnowledgeBase:
             "keyword_weight": s.keyword_weight,
             "candidates": max(s.candidates, top_k),
             "keyword_posting_budget": s.keyword_posting_budget,
+            **feedback_params(s),
         }
         params.update(overrides)
         scope = Scope(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)
