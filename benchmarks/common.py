@@ -45,8 +45,11 @@ def require_shared(*names: str) -> dict[str, Path]:
     return {n: p for n, p in found.items() if p is not None}
 
 
-def kb_for(dataset: str, docs: Path, *, embed_model: Any = None, **settings: Any) -> KnowledgeBase:
-    """Open (building on first use) the cached KB of ``dataset`` under ``settings``."""
+def kb_for(
+    dataset: str, docs: Path, *, embed_model: Any = None, read_only: bool = False, **settings: Any
+) -> KnowledgeBase:
+    """Open (building on first use) the cached KB of ``dataset`` under ``settings``
+    (``read_only``: a KB already built is opened without the writer lock)."""
     from rag_app.config import Settings
 
     defaults = Settings().model_dump()
@@ -55,6 +58,8 @@ def kb_for(dataset: str, docs: Path, *, embed_model: Any = None, **settings: Any
     tag = "-".join(f"{k}{v}" for k, v in sorted(settings.items())) or "default"
     path = CACHE / f"{dataset}-{hashlib.sha1(key.encode()).hexdigest()[:8]}-{tag}"[:120]
     done = path / "INGESTED"
+    if read_only and done.exists():
+        return KnowledgeBase.open(path, embed_model=embed_model, read_only=True, **settings)
     kb = KnowledgeBase.open(path, embed_model=embed_model, **settings)
     if not done.exists():
         t0 = time.perf_counter()

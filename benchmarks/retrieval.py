@@ -89,7 +89,11 @@ def llamaindex_baseline(name: str, docs: Path, embed_model: Any) -> Any:
     print(f"building plain LlamaIndex baseline for {name} …", flush=True)
     t0 = time.perf_counter()
     documents = SimpleDirectoryReader(
-        str(docs), recursive=True, required_exts=[".md", ".txt"]
+        # exclude_hidden=False: a docs folder may lie under benchmarks/.cache (subsets)
+        str(docs),
+        recursive=True,
+        required_exts=[".md", ".txt"],
+        exclude_hidden=False,
     ).load_data()
     index = VectorStoreIndex.from_documents(
         documents,

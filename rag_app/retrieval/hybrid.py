@@ -17,6 +17,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rag_app.retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
+from rag_app.retrieval.prf import expansion_terms, feedback_chunks
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
@@ -106,6 +107,9 @@ class HybridRetriever(BaseRetriever):
         label_dense_factor: float = 0.1,
         keyword_posting_budget: int = 0,
         stats: TermStatistics | None = None,
+        prf_docs: int = 0,
+        prf_terms: int = 8,
+        prf_weight: float = 0.5,
     ) -> None:
         super().__init__()
         if top_k <= 0:
@@ -123,7 +127,9 @@ class HybridRetriever(BaseRetriever):
         self.candidates = max(candidates, top_k)
         self.keyword_posting_budget = keyword_posting_budget
         self.stats = stats if stats is not None else TermStatistics(ledger)
+        self.prf_docs, self.prf_terms, self.prf_weight = prf_docs, prf_terms, prf_weight
         self.last_timings: dict[str, float] = {}
+        self.last_expansion: list[str] = []  # the feedback terms of the last question
 
     # ----- branches ----------------------------------------------------------------------
     def dense(self, question: str, n: int) -> list[tuple[str, float]]:
@@ -189,6 +195,34 @@ class HybridRetriever(BaseRetriever):
         return keyword
 
     # ----- fusion ------------------------------------------------------------------------
+    def _fuse(
+        self, branches: dict[str, list[tuple[str, float]]], weights: dict[str, float]
+    ) -> list[tuple[str, float]]:
+        if self.fusion == "weighted":
+            return weighted_score_fusion({b: dict(r) for b, r in branches.items()}, weights)
+        return reciprocal_rank_fusion(
+            {b: [c for c, _ in r] for b, r in branches.items()}, k=self.rrf_k, weights=weights
+        )
+
+    def _feedback(
+        self, question: str, fused: list[tuple[str, float]], known: dict[str, ChunkInfo]
+    ) -> list[tuple[str, float]]:
+        """The keyword ranking of the question plus feedback terms (see rag_app.retrieval.prf)."""
+        feedback = feedback_chunks(self.ledger, self.scope, fused, known, self.prf_docs)
+        tokens = list(query_tokens(question))
+        terms = expansion_terms(tokens, feedback, self.stats.weights, terms=self.prf_terms)
+        self.last_expansion = [t for t, _ in terms]
+        if not terms:
+            return []
+        freqs, total = self.stats.frequencies(tokens)
+        kept = keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
+        return self.ledger.keyword_search_ranked(
+            [*kept, *self.last_expansion],
+            tenant=self.scope.tenant,
+            doc_ids=self.scope.doc_ids,
+            limit=self.candidates,
+        )
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         question = query_bundle.query_str.strip()
         if not question:
@@ -217,16 +251,15 @@ class HybridRetriever(BaseRetriever):
             if label_tokens(question):
                 # "…第三十三条…": an exact look-up; the dense branch can't read article numbers
                 weights["dense"] *= self.label_dense_factor
-            if self.fusion == "weighted":
-                fused = weighted_score_fusion(
-                    {"dense": dict(dense), "keyword": dict(keyword)}, weights
-                )
-            else:
-                fused = reciprocal_rank_fusion(
-                    {"dense": [c for c, _ in dense], "keyword": [c for c, _ in keyword]},
-                    k=self.rrf_k,
-                    weights=weights,
-                )
+            branches = {"dense": dense, "keyword": keyword}
+            fused = self._fuse(branches, weights)
+        if self.prf_docs > 0 and self.mode != "dense" and not label_tokens(question):
+            # an exact 第X条 look-up needs no bridge; a question in its own words may
+            with stage("prf"):
+                prf = self._feedback(question, fused, dense_chunks)
+            if prf:
+                fused = self._fuse({**branches, "prf": prf}, {**weights, "prf": self.prf_weight})
+        with stage("fuse_nodes"):
             top = fused[: self.top_k]
             # the dense branch read its hits from the ledger already (active, in the tenant);
             # keyword-only hits are read now
