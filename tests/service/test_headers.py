@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.service.conftest import Service
+
+WEB_DIR = Path(__file__).resolve().parents[2] / "rag_app" / "web"
+
+# the UI's scripts: markdown.js (classic) and the ES modules app.js imports
+SCRIPTS = sorted(f"/{path.name}" for path in WEB_DIR.glob("*.js"))
 
 
 def _assert_protected(response: object, csp: bool = True) -> None:
@@ -18,7 +25,7 @@ def _assert_protected(response: object, csp: bool = True) -> None:
 
 
 def test_ui_api_and_errors_carry_the_headers(service: Service) -> None:
-    for path in ("/", "/app.js", "/markdown.js", "/style.css", "/api/health", "/openapi.json"):
+    for path in ("/", *SCRIPTS, "/style.css", "/api/health", "/openapi.json"):
         response = service.client.get(path)
         assert response.status_code == 200, path
         _assert_protected(response)
@@ -34,8 +41,13 @@ def test_ui_needs_nothing_the_policy_forbids(service: Service) -> None:
     page = service.client.get("/").text
     assert "<script>" not in page and "<style" not in page and " style=" not in page
     assert "http://" not in page and "https://" not in page
-    for path in ("/app.js", "/markdown.js"):
-        script = service.client.get(path).text
+    assert {"/app.js", "/markdown.js"} <= set(SCRIPTS)
+    for path in SCRIPTS:
+        response = service.client.get(path)
+        # a module script under nosniff runs only when served with a JavaScript type
+        media_type = response.headers["content-type"].split(";")[0].strip()
+        assert media_type in ("text/javascript", "application/javascript"), (path, media_type)
+        script = response.text
         assert "innerHTML" not in script.replace("never innerHTML", ""), path
         assert "eval(" not in script and "new Function" not in script, path
 

@@ -1,0 +1,153 @@
+/* Asking: the question (optionally limited to the chosen documents), the answer with its [n]
+ * citation markers, a refusal's reason and its 最接近的资料, timings, and the citation pop-up.
+ */
+
+import { $, el, append, clear, show, fmtScore, hasBlockType, pathNode } from "./dom.js";
+import { state, api, errText } from "./api.js";
+import { chunkTextNode } from "./chunks.js";
+import { selectedNames } from "./documents.js";
+
+var lastAnswer = null;
+
+function ask() {
+  var q = $("ask-input").value.trim();
+  if (!q) {
+    $("ask-input").focus();
+    return;
+  }
+  var btn = $("ask-button");
+  btn.disabled = true;
+  $("ask-status").textContent = "检索并生成答案中…";
+  show($("ask-error"), "");
+  var ids = Object.keys(state.selected);
+  var scope = ids.length ? selectedNames() : null;
+  var body = { question: q, top_k: 5, doc_ids: ids.length ? ids : null };
+  api("/api/ask", { method: "POST", json: body }).then(
+    function (res) {
+      renderAnswer(res, scope);
+    },
+    function (err) {
+      show($("ask-error"), "提问失败：" + errText(err));
+    }
+  ).then(function () {
+    btn.disabled = false;
+    $("ask-status").textContent = "";
+  });
+}
+
+/** `scope`: the names of the documents the question was limited to (null: all of them). */
+function renderAnswer(res, scope) {
+  lastAnswer = res;
+  show($("answer-scope"), scope ? "仅限选中的文档 (" + scope.length + ")：" + scope.join("、") : "");
+  var sources = res.sources || [];
+  var box = $("answer-box");
+  var out = $("answer");
+  clear(out);
+  box.hidden = false;
+  out.classList.toggle("refused", !!res.refused);
+
+  // Split on [n]: every valid marker becomes a button that opens sources[n-1].
+  var text = String(res.answer || "");
+  var re = /\[(\d{1,3})\]/g;
+  var last = 0;
+  var m;
+  while ((m = re.exec(text)) !== null) {
+    var n = parseInt(m[1], 10);
+    if (m.index > last) append(out, text.slice(last, m.index));
+    if (n >= 1 && n <= sources.length) append(out, markerButton(n));
+    else append(out, m[0]);
+    last = m.index + m[0].length;
+  }
+  if (last < text.length) append(out, text.slice(last));
+
+  var reason = $("answer-reason");
+  if (res.refused) {
+    show(reason, "未作答 · " + (res.explanation || "原因: " + (res.reason || "unknown")) +
+      (sources.length ? " 下面是最接近的资料。" : ""));
+  } else show(reason, "");
+
+  // a refusal keeps its closest sources: shown as such, not as citations of an answer
+  var heading = $("source-heading");
+  show(heading, res.refused && sources.length ? "最接近的资料" : "");
+  var list = $("source-list");
+  clear(list);
+  list.classList.toggle("closest", !!res.refused);
+  sources.forEach(function (s, i) {
+    list.appendChild(
+      el(
+        "li",
+        { class: "source", "data-testid": "source-item" },
+        markerButton(i + 1),
+        el("span", { class: "src-file", "data-testid": "source-file", text: s.filename || s.doc_id }),
+        pathNode(s.title_path),
+        el("span", { class: "chip", text: "score " + fmtScore(s.score) })
+      )
+    );
+  });
+
+  var t = res.timings || {};
+  var parts = Object.keys(t).map(function (k) {
+    var v = Number(t[k]);
+    var label = k.replace(/_ms$/, "");
+    return label + " " + (isNaN(v) ? t[k] : v.toFixed(v < 10 ? 1 : 0)) + (/_ms$/.test(k) ? " ms" : "");
+  });
+  if (res.mode) parts.unshift("mode " + res.mode);
+  $("timings").textContent = parts.join(" · ");
+}
+
+function markerButton(n) {
+  return el("button", {
+    type: "button",
+    class: "marker",
+    "data-testid": "citation-marker",
+    "data-source": n,
+    "aria-label": "查看来源 " + n,
+    text: "[" + n + "]",
+    onclick: function () { openCitation(n); },
+  });
+}
+
+function openCitation(n) {
+  var s = lastAnswer && lastAnswer.sources && lastAnswer.sources[n - 1];
+  if (!s) return;
+  $("cite-title").textContent = "来源 [" + n + "]";
+  var meta = $("cite-meta");
+  clear(meta);
+  function row(label, value, testid) {
+    append(meta, el("dt", { text: label }), el("dd", { "data-testid": testid || null }, value));
+  }
+  row("文件", s.filename || "—", "citation-filename");
+  row("标题路径", pathNode(s.title_path, "citation-path"));
+  row("分块", "#" + s.chunk_index + (s.version !== undefined ? " · v" + s.version : ""));
+  row("字符区间", s.start_char + "–" + s.end_char);
+  row("相关度 score", fmtScore(s.score));
+  if (hasBlockType(s.block_types, "table")) row("类型", el("span", { class: "badge table", text: "表格 table" }));
+  // the cited units of this source (sentence, list item, table row) highlighted in its text
+  var cites = (lastAnswer.citations || []).filter(function (c) { return c.source === n; });
+  var citeText = $("cite-text");
+  clear(citeText);
+  append(citeText, chunkTextNode(s, cites)); // repeated header / lead-in dimmed, as in the viewer
+  var dlg = $("citation-popup");
+  if (typeof dlg.showModal === "function") {
+    if (dlg.open) dlg.close();
+    dlg.showModal();
+  } else {
+    dlg.setAttribute("open", "");
+  }
+  var first = citeText.querySelector(".cited");
+  if (first) first.scrollIntoView({ block: "nearest" });
+}
+
+function setupPopup() {
+  var dlg = $("citation-popup");
+  $("cite-close").addEventListener("click", function () { dlg.close(); });
+  // click on the backdrop (outside the dialog box) closes it
+  dlg.addEventListener("click", function (e) {
+    if (e.target !== dlg) return;
+    var r = dlg.getBoundingClientRect();
+    var inside = e.clientX >= r.left && e.clientX <= r.right && e.clientY >= r.top && e.clientY <= r.bottom;
+    if (!inside) dlg.close();
+  });
+}
+
+export { ask, setupPopup };
