@@ -236,6 +236,21 @@ class QuestionAnalyzer:
                 break
             if content(i) and len(spans[i][2]) >= 2 and not lex.is_vague(spans[i][2]):
                 return spans[i][2], run(i, -1)
+        # jieba cut the asked word into pieces it does not tag as content (年/m 假/a): the
+        # nearest run of words before the cue, up to a function word, taken whole
+        piece: list[int] = []
+        for i in before:
+            word, flag = spans[i][2], spans[i][3]
+            if word in _CLAUSE_MARKS:
+                break
+            if flag.startswith(("x", "d", "p", "c", "u", "r")) or lex.is_function_word(word):
+                if piece:
+                    break
+                continue
+            piece.insert(0, i)
+        text = "".join(spans[i][2] for i in piece)
+        if len(text) >= 2 and not lex.is_vague(text):
+            return text, text
         return None, ""
 
 

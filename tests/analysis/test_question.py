@@ -81,6 +81,7 @@ def test_head_prefers_a_noun_to_a_verb_or_a_vague_noun(analyzer: QuestionAnalyze
     # a verb before the question word is not what is asked; the noun before it is
     assert analyzer("这款手机的售价达到了多少？").head == "售价"
     assert analyzer("重疾险的等待期是多少天？").head == "等待期"  # 等待|期, one compound
+    assert analyzer("年假有多少天？").head == "年假"  # jieba: 年/m 假/a
     assert analyzer("登录口令最少要设置几位？").head == "口令"
     # 数据/情况/信息 say nothing about what is asked
     assert analyzer("这个小区的绿化率数据是多少？").head == "绿化率"
