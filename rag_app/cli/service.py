@@ -146,7 +146,9 @@ def serve(
     try:
         with open_kb(kb, settings=settings) as base:
             describe_writer(base.path, f"rag serve on http://{host}:{port}")
-            application = create_app(base.settings, kb=base, workers=0 if children else count)
+            application = create_app(
+                base.settings, kb=base, workers=0 if children else count, processes=children
+            )
             where = f"{count} worker process(es)" if children else f"{count} worker thread(s)"
             err.print(
                 f"serving {base.path} on http://{host}:{port} with {where} (UI /, docs /docs)"

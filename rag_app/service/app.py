@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -23,7 +24,8 @@ from rag_app.service import routes_documents, routes_query
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.errors import install_error_handlers
 from rag_app.service.headers import SecurityHeaders
-from rag_app.service.schemas import Health, Me
+from rag_app.service.processes import ServeProcesses
+from rag_app.service.schemas import Health, Me, WorkersHealth
 from rag_app.service.worker import WorkerPool
 from rag_app.store.jobs import JobQueue
 
@@ -40,11 +42,13 @@ system = APIRouter(prefix="/api", tags=["system"])
 def health(state: StateDep) -> Health:
     """Liveness and queue depth (no key needed)."""
     counts = state.queue.counts()
+    workers = state.worker_health()
     return Health(
-        status="ok",
+        status="ok" if workers.alive >= workers.configured else "degraded",
         version=__version__,
         embedding=state.settings.embedding,
         queue={"pending": counts["pending"], "processing": counts["processing"]},
+        workers=workers,
     )
 
 
@@ -52,6 +56,13 @@ def health(state: StateDep) -> Health:
 def me(key: KeyDep) -> Me:
     """The tenant and role of the API key you sent."""
     return Me(tenant=key.tenant, role=key.role.value, key_id=key.key_id)
+
+
+def _threads(pool: WorkerPool) -> WorkersHealth:
+    configured = len(pool.workers)
+    return WorkersHealth(
+        mode="threads" if configured else "external", configured=configured, alive=pool.alive()
+    )
 
 
 def _warm_up(kb: KnowledgeBase) -> None:
@@ -70,16 +81,24 @@ def create_app(
     *,
     kb: KnowledgeBase | None = None,
     workers: int | None = None,
+    processes: ServeProcesses | None = None,
 ) -> FastAPI:
-    """Build the app. ``workers`` ingestion threads run inside it (0: use ``rag worker``)."""
+    """Build the app. ``workers`` ingestion threads run inside it (0: use ``rag worker``).
+
+    ``processes``: the worker processes ``rag serve`` supervises, reported by /api/health.
+    """
     settings = settings or Settings()
     kb = kb or KnowledgeBase(settings)
     threads = settings.workers if workers is None else workers
     queue = JobQueue(kb.ledger, max_attempts=settings.job_max_attempts)
-    state = ServiceState(
-        settings=settings, kb=kb, queue=queue, upload_dir=settings.kb_dir / "uploads"
-    )
     pool = WorkerPool(kb, queue, threads=threads, lease_seconds=settings.job_lease_seconds)
+    state = ServiceState(
+        settings=settings,
+        kb=kb,
+        queue=queue,
+        upload_dir=settings.kb_dir / "uploads",
+        worker_health=processes.worker_health if processes else functools.partial(_threads, pool),
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

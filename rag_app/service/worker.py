@@ -152,6 +152,9 @@ class WorkerPool:
             thread.start()
             self.threads.append(thread)
 
+    def alive(self) -> int:
+        return sum(thread.is_alive() for thread in self.threads)
+
     def stop(self, timeout: float = 30.0) -> None:
         for worker in self.workers:
             worker.stop()

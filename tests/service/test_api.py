@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
 
 from tests.service.conftest import OTHER, POLICY, Service, bearer
 
@@ -21,6 +22,16 @@ class TestAuth:
     def test_health_needs_no_key(self, service: Service) -> None:
         body = service.client.get("/api/health").json()
         assert body["status"] == "ok" and set(body["queue"]) == {"pending", "processing"}
+        # in-process worker threads: how many run; no processes, nothing restarted
+        workers = body["workers"]
+        assert workers["mode"] == "threads" and workers["configured"] == workers["alive"] == 1
+        assert workers["restarts"] == 0 and workers["processes"] == []
+
+    def test_health_without_workers_says_jobs_are_left_to_rag_worker(
+        self, make_service: Callable[..., Service]
+    ) -> None:
+        workers = make_service(workers=0).client.get("/api/health").json()["workers"]
+        assert workers["mode"] == "external" and workers["configured"] == workers["alive"] == 0
 
     def test_missing_and_invalid_keys_are_401(self, service: Service) -> None:
         assert service.client.get("/api/documents").status_code == 401
