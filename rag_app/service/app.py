@@ -26,7 +26,7 @@ from rag_app.service.errors import install_error_handlers
 from rag_app.service.headers import SecurityHeaders
 from rag_app.service.processes import ServeProcesses
 from rag_app.service.schemas import Health, Me, WorkersHealth
-from rag_app.service.worker import WorkerPool
+from rag_app.service.worker import WorkerPool, warm_up
 from rag_app.store.jobs import JobQueue
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def _threads(pool: WorkerPool) -> WorkersHealth:
     )
 
 
-def _warm_up(kb: KnowledgeBase) -> None:
+def _warm_up(kb: KnowledgeBase, ingests: bool) -> None:
     from rag_app.retrieval.tokenizer import query_tokens
 
     try:
@@ -74,6 +74,8 @@ def _warm_up(kb: KnowledgeBase) -> None:
         kb.ledger.postings.prewarm()  # the keyword index's common terms (SQLite ledgers)
     except Exception:  # the first request will report the problem properly
         logger.exception("warm-up failed")
+    if ingests:  # worker threads in this process: their parse server, too
+        warm_up(kb)
 
 
 def create_app(
@@ -91,20 +93,27 @@ def create_app(
     kb = kb or KnowledgeBase(settings)
     threads = settings.workers if workers is None else workers
     queue = JobQueue(kb.ledger, max_attempts=settings.job_max_attempts)
-    pool = WorkerPool(kb, queue, threads=threads, lease_seconds=settings.job_lease_seconds)
+    pool = WorkerPool(
+        kb,
+        queue,
+        threads=threads,
+        lease_seconds=settings.job_lease_seconds,
+        poll_seconds=settings.worker_poll_seconds,
+    )
     state = ServiceState(
         settings=settings,
         kb=kb,
         queue=queue,
         upload_dir=settings.kb_dir / "uploads",
         worker_health=processes.worker_health if processes else functools.partial(_threads, pool),
+        wake_workers=processes.wake if processes else pool.wake,
     )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # load the embedding model, jieba's dictionary and the keyword index's common posting
         # lists in the background: the first requests needn't pay for them
-        threading.Thread(target=_warm_up, args=(kb,), daemon=True).start()
+        threading.Thread(target=_warm_up, args=(kb, bool(pool.workers)), daemon=True).start()
         pool.start()
         try:
             yield

@@ -23,6 +23,7 @@ class ServiceState:
     queue: JobQueue
     upload_dir: Path
     worker_health: Callable[[], WorkersHealth]
+    wake_workers: Callable[[], None]  # after an enqueue: idle workers claim it now, not at a poll
 
 
 def get_state(request: Request) -> ServiceState:

@@ -119,7 +119,7 @@ class Child:
             self.delay = min(self.delay * 2, MAX_RESTART_DELAY_S) if young else RESTART_DELAY_S
             self.next_start = now + self.delay
             logger.warning(
-                "%s (pid %s) exited with %s; restarting in %.0f s",
+                "%s (pid %s) stopped (%s); restarting in %.0f s",
                 self.name,
                 self.proc.pid,
                 exit_reason(code),
@@ -166,6 +166,7 @@ class ServeProcesses:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._can_wake = False
 
     def start(self) -> Settings:
         settings = self.settings
@@ -186,6 +187,10 @@ class ServeProcesses:
             env["RAG_CHROMA_URL"] = url
             _no_proxy(os.environ)  # type: ignore[arg-type]  # this process's client, too
             settings = settings.model_copy(update={"chroma_url": url})
+        # children inherit an ignored SIGUSR1 until `rag worker` handles it (wake-ups)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+            self._can_wake = True
         worker_cmd = [sys.executable, "-m", "rag_app.cli", "worker", "--kb", str(kb_dir)]
         self.children = [
             Child(f"worker {i + 1}", worker_cmd, env, None) for i in range(self.workers)
@@ -221,6 +226,17 @@ class ServeProcesses:
     def pids(self) -> dict[str, int | None]:
         every = [c for c in (self.chroma, *self.children) if c is not None]
         return {c.name: (c.proc.pid if c.proc else None) for c in every}
+
+    def wake(self) -> None:
+        """Tell the workers a job was enqueued (SIGUSR1; they claim at once instead of at their
+        next poll). A child started before it handles the signal ignores it (inherited SIG_IGN),
+        so a wake never kills a starting worker; the job then waits for the next poll."""
+        if not self._can_wake:
+            return
+        for child in self.children:
+            if child.proc is not None:
+                with contextlib.suppress(OSError):
+                    child.proc.send_signal(signal.SIGUSR1)  # no-op once it was reaped
 
     def worker_health(self) -> WorkersHealth:
         """For /api/health: alive and restarted workers, the latest exit (no pids, no paths)."""

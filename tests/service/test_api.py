@@ -330,3 +330,12 @@ def test_empty_doc_id_list_is_an_empty_scope(service: Service) -> None:
         "/api/retrieve", json={"query": "住宿标准", "doc_ids": []}, headers=service.editor
     )
     assert found.status_code == 200 and found.json()["sources"] == []
+
+
+def test_an_upload_wakes_the_idle_worker_thread(make_service: Callable[..., Service]) -> None:
+    """The worker thread polls once an hour here: the upload's wake-up gets the job done."""
+    service = make_service(worker_poll_seconds=3600)
+    for i in range(2):  # the second one finds the worker idle in its long wait
+        response = service.upload(f"第{i}号.md", f"# 通知{i}\n\n第{i}号通知的内容。")
+        assert response.status_code == 202, response.text
+        assert service.wait(response.json()["doc_id"])["status"] == "SUCCESS"

@@ -188,3 +188,27 @@ def test_health_reports_a_killed_worker_restarted(tmp_path: Path) -> None:
         assert len(_worker_pids(kb_dir)) == 2
     finally:
         _stop(proc)
+
+
+def test_rag_serve_wakes_its_worker_process_on_upload(tmp_path: Path) -> None:
+    """The worker polls once an hour here: only the API's wake-up (SIGUSR1) gets the job done."""
+    kb_dir, ledger, headers, port, url = _setup(tmp_path)
+    ledger.close()
+    proc = _serve(kb_dir, port, RAG_WORKER_POLL_SECONDS="3600")
+    try:
+        _wait_up(url, proc)
+        for i in range(2):  # the second one finds the worker idle in its long wait
+            response = httpx.post(
+                url + "/api/documents",
+                files={"file": (f"第{i}号.md", f"# 通知{i}\n\n第{i}号通知的内容。".encode())},
+                headers=headers,
+                timeout=60,
+            )
+            assert response.status_code == 202, response.text
+            body = _wait_status(url, response.json()["doc_id"], headers, {"FAILED", "SUCCESS"})
+            assert body["status"] == "SUCCESS", body
+            workers = httpx.get(url + "/api/health", timeout=30).json()["workers"]
+            assert workers["alive"] == 1 and workers["restarts"] == 0  # woken, not killed
+    finally:
+        log = _stop(proc)
+    assert "restarting" not in log, log
