@@ -156,6 +156,13 @@ class Settings(BaseSettings):
         60.0, gt=0, description="A job whose worker hasn't heartbeat for this long is requeued."
     )
     job_max_attempts: int = Field(3, ge=1, description="Requeues before a job is FAILED.")
+    worker_poll_seconds: float = Field(
+        0.5,
+        gt=0,
+        le=3600,
+        description="How often an idle worker looks at the queue (`rag serve` also wakes its "
+        "own workers when it enqueues a job).",
+    )
 
     @field_validator("gate", mode="before")
     @classmethod

@@ -146,7 +146,9 @@ def serve(
     try:
         with open_kb(kb, settings=settings) as base:
             describe_writer(base.path, f"rag serve on http://{host}:{port}")
-            application = create_app(base.settings, kb=base, workers=0 if children else count)
+            application = create_app(
+                base.settings, kb=base, workers=0 if children else count, processes=children
+            )
             where = f"{count} worker process(es)" if children else f"{count} worker thread(s)"
             err.print(
                 f"serving {base.path} on http://{host}:{port} with {where} (UI /, docs /docs)"
@@ -174,7 +176,7 @@ def worker(
     """
     import signal
 
-    from rag_app.service.worker import Worker
+    from rag_app.service.worker import Worker, warm_up
     from rag_app.store.jobs import JobQueue
 
     def on_job(job: Job, result: FileResult) -> None:
@@ -182,11 +184,18 @@ def worker(
 
     with open_kb(kb) as base:
         queue = JobQueue(base.ledger, max_attempts=base.settings.job_max_attempts)
-        runner = Worker(base, queue, lease_seconds=base.settings.job_lease_seconds, on_job=on_job)
+        runner = Worker(
+            base,
+            queue,
+            lease_seconds=base.settings.job_lease_seconds,
+            poll_seconds=base.settings.worker_poll_seconds,
+            on_job=on_job,
+        )
         signal.signal(signal.SIGTERM, lambda *_: runner.stop())
+        signal.signal(signal.SIGUSR1, lambda *_: runner.wake())  # rag serve: a job was enqueued
         err.print(f"worker {runner.name} on {base.path}")
         try:
-            _ = base.embed_model  # loaded before the first job, not during it
+            warm_up(base)  # model, parse server: before the first job, not during it
             done = runner.run(until_idle=once, max_jobs=max_jobs)
         except KeyboardInterrupt:
             done = runner.processed

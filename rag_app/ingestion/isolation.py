@@ -9,9 +9,9 @@ its own job with a reason, and the ingesting process (often the API server) stay
 * unpacked size: .docx/.xlsx/.pptx are judged from their zip directory before they are opened
   (``rag_app.readers.archive``), in the child as in-process.
 
-Children are forked by a parse server (rag_app/ingestion/parse_zygote.py, started once per ingesting
-process and kept) that has imported the readers and the chunkers, so a child starts in
-milliseconds and handles exactly one file (no state survives a hostile file). Not
+Children are forked by a parse server (rag_app/ingestion/parse_zygote.py, started once per
+ingesting process and kept; workers start it at start-up, ``prestart``) that has imported the
+readers and the chunkers, so a child starts in milliseconds and handles exactly one file (no state survives a hostile file). Not
 ``multiprocessing``: its forkserver and spawn children re-import the main module (the CLI, the
 benchmark script) for every child.
 The ingesting process keeps the embedding model: the child returns the parsed file and its
@@ -40,7 +40,7 @@ from llama_index.core.schema import BaseNode
 from rag_app.config import Settings
 from rag_app.readers import ParsedFile, ReaderError, read_bytes
 
-__all__ = ["Chunked", "ParseJob", "parse_and_chunk", "parse_bounded"]
+__all__ = ["Chunked", "ParseJob", "parse_and_chunk", "parse_bounded", "prestart"]
 
 logger = logging.getLogger(__name__)
 
@@ -196,6 +196,14 @@ class _Servers:
 
 _SERVERS = _Servers()
 atexit.register(_SERVERS.close)
+
+
+def prestart() -> None:
+    """Start this process's parse server now (a worker at start-up), not on its first file."""
+    with _SERVERS.lock:
+        if _SERVERS.idle:
+            return
+    _SERVERS.give(_Server())
 
 
 def parse_bounded(job: ParseJob, *, timeout: float, max_mb: float) -> Chunked:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -23,8 +24,9 @@ from rag_app.service import routes_documents, routes_query
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.errors import install_error_handlers
 from rag_app.service.headers import SecurityHeaders
-from rag_app.service.schemas import Health, Me
-from rag_app.service.worker import WorkerPool
+from rag_app.service.processes import ServeProcesses
+from rag_app.service.schemas import Health, Me, WorkersHealth
+from rag_app.service.worker import WorkerPool, warm_up
 from rag_app.store.jobs import JobQueue
 
 logger = logging.getLogger(__name__)
@@ -40,11 +42,13 @@ system = APIRouter(prefix="/api", tags=["system"])
 def health(state: StateDep) -> Health:
     """Liveness and queue depth (no key needed)."""
     counts = state.queue.counts()
+    workers = state.worker_health()
     return Health(
-        status="ok",
+        status="ok" if workers.alive >= workers.configured else "degraded",
         version=__version__,
         embedding=state.settings.embedding,
         queue={"pending": counts["pending"], "processing": counts["processing"]},
+        workers=workers,
     )
 
 
@@ -54,7 +58,14 @@ def me(key: KeyDep) -> Me:
     return Me(tenant=key.tenant, role=key.role.value, key_id=key.key_id)
 
 
-def _warm_up(kb: KnowledgeBase) -> None:
+def _threads(pool: WorkerPool) -> WorkersHealth:
+    configured = len(pool.workers)
+    return WorkersHealth(
+        mode="threads" if configured else "external", configured=configured, alive=pool.alive()
+    )
+
+
+def _warm_up(kb: KnowledgeBase, ingests: bool) -> None:
     from rag_app.retrieval.tokenizer import query_tokens
 
     try:
@@ -63,6 +74,8 @@ def _warm_up(kb: KnowledgeBase) -> None:
         kb.ledger.postings.prewarm()  # the keyword index's common terms (SQLite ledgers)
     except Exception:  # the first request will report the problem properly
         logger.exception("warm-up failed")
+    if ingests:  # worker threads in this process: their parse server, too
+        warm_up(kb)
 
 
 def create_app(
@@ -70,22 +83,37 @@ def create_app(
     *,
     kb: KnowledgeBase | None = None,
     workers: int | None = None,
+    processes: ServeProcesses | None = None,
 ) -> FastAPI:
-    """Build the app. ``workers`` ingestion threads run inside it (0: use ``rag worker``)."""
+    """Build the app. ``workers`` ingestion threads run inside it (0: use ``rag worker``).
+
+    ``processes``: the worker processes ``rag serve`` supervises, reported by /api/health.
+    """
     settings = settings or Settings()
     kb = kb or KnowledgeBase(settings)
     threads = settings.workers if workers is None else workers
     queue = JobQueue(kb.ledger, max_attempts=settings.job_max_attempts)
-    state = ServiceState(
-        settings=settings, kb=kb, queue=queue, upload_dir=settings.kb_dir / "uploads"
+    pool = WorkerPool(
+        kb,
+        queue,
+        threads=threads,
+        lease_seconds=settings.job_lease_seconds,
+        poll_seconds=settings.worker_poll_seconds,
     )
-    pool = WorkerPool(kb, queue, threads=threads, lease_seconds=settings.job_lease_seconds)
+    state = ServiceState(
+        settings=settings,
+        kb=kb,
+        queue=queue,
+        upload_dir=settings.kb_dir / "uploads",
+        worker_health=processes.worker_health if processes else functools.partial(_threads, pool),
+        wake_workers=processes.wake if processes else pool.wake,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # load the embedding model, jieba's dictionary and the keyword index's common posting
         # lists in the background: the first requests needn't pay for them
-        threading.Thread(target=_warm_up, args=(kb,), daemon=True).start()
+        threading.Thread(target=_warm_up, args=(kb, bool(pool.workers)), daemon=True).start()
         pool.start()
         try:
             yield

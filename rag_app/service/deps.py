@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +12,7 @@ from fastapi import Depends, HTTPException, Request, status
 from rag_app.config import Settings
 from rag_app.kb import KnowledgeBase
 from rag_app.service.auth import KeyInfo, verify_key
+from rag_app.service.schemas import WorkersHealth
 from rag_app.store.jobs import JobQueue
 
 
@@ -20,6 +22,8 @@ class ServiceState:
     kb: KnowledgeBase
     queue: JobQueue
     upload_dir: Path
+    worker_health: Callable[[], WorkersHealth]
+    wake_workers: Callable[[], None]  # after an enqueue: idle workers claim it now, not at a poll
 
 
 def get_state(request: Request) -> ServiceState:

@@ -38,6 +38,7 @@ from pathlib import Path
 import httpx
 
 from rag_app.config import Settings
+from rag_app.service.schemas import WorkerExit, WorkerProcess, WorkersHealth
 from rag_app.store.vectors import HEARTBEAT_PATH
 from rag_app.store.writer_lock import WriterLock, describe_writer
 
@@ -88,6 +89,7 @@ class Child:
         self.restarts = 0
         self.delay = RESTART_DELAY_S
         self.next_start = 0.0
+        self.last_exit: tuple[int, float] | None = None  # exit status, monotonic time
 
     def start(self) -> None:
         out = self.log.open("ab") if self.log is not None else None
@@ -112,20 +114,24 @@ class Child:
             return
         if self.next_start == 0.0:
             code = self.proc.returncode
+            self.last_exit = (code, now)
             young = now - self.started < HEALTHY_RUN_S
             self.delay = min(self.delay * 2, MAX_RESTART_DELAY_S) if young else RESTART_DELAY_S
             self.next_start = now + self.delay
             logger.warning(
-                "%s (pid %s) exited with %s; restarting in %.0f s",
+                "%s (pid %s) stopped (%s); restarting in %.0f s",
                 self.name,
                 self.proc.pid,
-                f"signal {-code}" if code < 0 else f"code {code}",
+                exit_reason(code),
                 self.delay,
             )
         if now >= self.next_start:
             self.next_start = 0.0
             self.restarts += 1
             self.start()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def stop(self) -> None:
         proc = self.proc
@@ -160,6 +166,7 @@ class ServeProcesses:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._can_wake = False
 
     def start(self) -> Settings:
         settings = self.settings
@@ -180,6 +187,10 @@ class ServeProcesses:
             env["RAG_CHROMA_URL"] = url
             _no_proxy(os.environ)  # type: ignore[arg-type]  # this process's client, too
             settings = settings.model_copy(update={"chroma_url": url})
+        # children inherit an ignored SIGUSR1 until `rag worker` handles it (wake-ups)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+            self._can_wake = True
         worker_cmd = [sys.executable, "-m", "rag_app.cli", "worker", "--kb", str(kb_dir)]
         self.children = [
             Child(f"worker {i + 1}", worker_cmd, env, None) for i in range(self.workers)
@@ -216,6 +227,39 @@ class ServeProcesses:
         every = [c for c in (self.chroma, *self.children) if c is not None]
         return {c.name: (c.proc.pid if c.proc else None) for c in every}
 
+    def wake(self) -> None:
+        """Tell the workers a job was enqueued (SIGUSR1; they claim at once instead of at their
+        next poll). A child started before it handles the signal ignores it (inherited SIG_IGN),
+        so a wake never kills a starting worker; the job then waits for the next poll."""
+        if not self._can_wake:
+            return
+        for child in self.children:
+            if child.proc is not None:
+                with contextlib.suppress(OSError):
+                    child.proc.send_signal(signal.SIGUSR1)  # no-op once it was reaped
+
+    def worker_health(self) -> WorkersHealth:
+        """For /api/health: alive and restarted workers, the latest exit (no pids, no paths)."""
+        now = time.monotonic()
+        exits = [(c.last_exit, c.name) for c in self.children if c.last_exit is not None]
+        last = None
+        if exits:
+            (code, when), name = max(exits, key=lambda e: e[0][1])
+            last = WorkerExit(
+                worker=name, code=code, reason=exit_reason(code), seconds_ago=round(now - when, 1)
+            )
+        processes = [
+            WorkerProcess(name=c.name, alive=c.alive(), restarts=c.restarts) for c in self.children
+        ]
+        return WorkersHealth(
+            mode="processes",
+            configured=len(self.children),
+            alive=sum(p.alive for p in processes),
+            restarts=sum(p.restarts for p in processes),
+            last_exit=last,
+            processes=processes,
+        )
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -230,6 +274,17 @@ class ServeProcesses:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+
+
+def exit_reason(code: int) -> str:
+    """``-9`` → ``killed by signal 9 (SIGKILL)``, ``1`` → ``exit code 1``."""
+    if code >= 0:
+        return f"exit code {code}"
+    try:
+        name = f" ({signal.Signals(-code).name})"
+    except ValueError:
+        name = ""
+    return f"killed by signal {-code}{name}"
 
 
 def _wait_for_chroma(child: Child, port: str) -> None:

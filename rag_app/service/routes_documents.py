@@ -114,6 +114,7 @@ async def upload_document(
         content_hash=digest,
         document=PendingDocument(doc_type=doc_type, size=len(data)),
     )
+    state.wake_workers()
     return Accepted(doc_id=doc_id, filename=name, job_id=job.job_id)
 
 
@@ -169,6 +170,7 @@ def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
         content_hash=doc.content_hash,
         document=PendingDocument(doc_type=doc.doc_type, size=doc.size_bytes),
     )
+    state.wake_workers()
     return Accepted(doc_id=doc_id, filename=doc.rel_path, job_id=job.job_id)
 
 

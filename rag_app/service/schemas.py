@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
@@ -160,8 +160,36 @@ class Me(BaseModel):
     key_id: str
 
 
+class WorkerExit(BaseModel):
+    worker: str = Field(description="Which worker process exited, e.g. `worker 1`.")
+    code: int = Field(description="Its exit status; negative: the signal that killed it.")
+    reason: str = Field(description="In words: `killed by signal 9 (SIGKILL)`, `exit code 1`.")
+    seconds_ago: float
+
+
+class WorkerProcess(BaseModel):
+    name: str
+    alive: bool
+    restarts: int = Field(description="Times `rag serve` restarted it after it exited.")
+
+
+class WorkersHealth(BaseModel):
+    mode: Literal["processes", "threads", "external"] = Field(
+        description="`processes`: `rag worker` children of `rag serve`; `threads`: in the API "
+        "process (--workers-in-process); `external`: none here (jobs left to `rag worker`s)."
+    )
+    configured: int
+    alive: int
+    restarts: int = Field(0, description="Restarts of all worker processes since start-up.")
+    last_exit: WorkerExit | None = Field(None, description="The latest worker process exit.")
+    processes: list[WorkerProcess] = Field(default_factory=list)
+
+
 class Health(BaseModel):
-    status: str
+    status: Literal["ok", "degraded"] = Field(
+        description="`degraded` while fewer workers are alive than configured (still HTTP 200)."
+    )
     version: str
     embedding: str
     queue: dict[str, int]
+    workers: WorkersHealth

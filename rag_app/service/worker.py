@@ -7,8 +7,10 @@ requeued after the lease by whichever worker looks first.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import select
 import socket
 import threading
 import time
@@ -25,6 +27,46 @@ logger = logging.getLogger(__name__)
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Wakeup:
+    """An idle worker's wait, cut short by ``set()``: a socket pair, so a signal handler may set
+    it (no lock that the interrupted thread could hold); closed when garbage-collected."""
+
+    def __init__(self) -> None:
+        self._read, self._write = socket.socketpair()
+        self._read.setblocking(False)
+        self._write.setblocking(False)
+
+    def set(self) -> None:
+        with contextlib.suppress(OSError):  # full (already set) or closed
+            self._write.send(b"\0")
+
+    def wait(self, timeout: float) -> None:
+        try:
+            ready, _, _ = select.select([self._read], [], [], timeout)
+        except (OSError, ValueError):  # closed
+            time.sleep(timeout)
+            return
+        if ready:
+            with contextlib.suppress(OSError):
+                while self._read.recv(4096):
+                    pass
+
+
+def warm_up(kb: KnowledgeBase) -> None:
+    """What a worker's first job would otherwise wait for: the embedding model (and one call to
+    it), jieba's dictionary and the parse server (unless parsing runs in-process)."""
+    from rag_app.ingestion.isolation import prestart
+    from rag_app.retrieval.tokenizer import tokenize
+
+    try:
+        if not kb.settings.parse_in_process:
+            prestart()
+        tokenize("预热分词词典")
+        kb.embed_model.get_text_embedding_batch(["预热嵌入模型"])
+    except Exception:  # the first job will report the problem properly
+        logger.exception("worker warm-up failed")
 
 
 class Worker:
@@ -47,6 +89,7 @@ class Worker:
         self.poll_seconds = poll_seconds
         self.on_job = on_job
         self.stop_event = threading.Event()
+        self.wakeup = Wakeup()
         self.processed = 0
 
     def run_once(self) -> Job | None:
@@ -128,21 +171,33 @@ class Worker:
                 continue
             if until_idle:
                 break
-            self.stop_event.wait(self.poll_seconds)
+            self.wakeup.wait(self.poll_seconds)
         return done
+
+    def wake(self) -> None:
+        """A job was enqueued: claim now rather than at the next poll (signal-handler safe)."""
+        self.wakeup.set()
 
     def stop(self) -> None:
         self.stop_event.set()
+        self.wakeup.set()
 
 
 class WorkerPool:
     """A few worker threads inside the API process."""
 
     def __init__(
-        self, kb: KnowledgeBase, queue: JobQueue, *, threads: int = 1, lease_seconds: float = 60.0
+        self,
+        kb: KnowledgeBase,
+        queue: JobQueue,
+        *,
+        threads: int = 1,
+        lease_seconds: float = 60.0,
+        poll_seconds: float = 0.5,
     ) -> None:
         self.workers = [
-            Worker(kb, queue, lease_seconds=lease_seconds) for _ in range(max(0, threads))
+            Worker(kb, queue, lease_seconds=lease_seconds, poll_seconds=poll_seconds)
+            for _ in range(max(0, threads))
         ]
         self.threads: list[threading.Thread] = []
 
@@ -151,6 +206,13 @@ class WorkerPool:
             thread = threading.Thread(target=worker.run, name=worker.name, daemon=True)
             thread.start()
             self.threads.append(thread)
+
+    def wake(self) -> None:
+        for worker in self.workers:
+            worker.wake()
+
+    def alive(self) -> int:
+        return sum(thread.is_alive() for thread in self.threads)
 
     def stop(self, timeout: float = 30.0) -> None:
         for worker in self.workers:

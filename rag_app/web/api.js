@@ -199,10 +199,12 @@ function loadMe() {
 function loadHealth() {
   fetch("/api/health").then(function (r) { return r.json(); }).then(
     function (h) {
-      var q = h.queue || {};
+      var q = h.queue || {}, w = h.workers || {};
       $("health").textContent =
         "v" + (h.version || "?") + " · " + (h.embedding || "?") +
-        " · 队列 " + (q.pending || 0) + " 待处理 / " + (q.processing || 0) + " 处理中";
+        " · 队列 " + (q.pending || 0) + " 待处理 / " + (q.processing || 0) + " 处理中" +
+        (w.configured ? (w.mode === "threads" ? " · 工作线程 " : " · 工作进程 ") + w.alive +
+          "/" + w.configured + (w.restarts ? "（重启 " + w.restarts + " 次）" : "") : "");
     },
     function () { $("health").textContent = "服务不可达"; }
   );

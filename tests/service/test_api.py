@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
 
 from tests.service.conftest import OTHER, POLICY, Service, bearer
 
@@ -21,6 +22,16 @@ class TestAuth:
     def test_health_needs_no_key(self, service: Service) -> None:
         body = service.client.get("/api/health").json()
         assert body["status"] == "ok" and set(body["queue"]) == {"pending", "processing"}
+        # in-process worker threads: how many run; no processes, nothing restarted
+        workers = body["workers"]
+        assert workers["mode"] == "threads" and workers["configured"] == workers["alive"] == 1
+        assert workers["restarts"] == 0 and workers["processes"] == []
+
+    def test_health_without_workers_says_jobs_are_left_to_rag_worker(
+        self, make_service: Callable[..., Service]
+    ) -> None:
+        workers = make_service(workers=0).client.get("/api/health").json()["workers"]
+        assert workers["mode"] == "external" and workers["configured"] == workers["alive"] == 0
 
     def test_missing_and_invalid_keys_are_401(self, service: Service) -> None:
         assert service.client.get("/api/documents").status_code == 401
@@ -319,3 +330,12 @@ def test_empty_doc_id_list_is_an_empty_scope(service: Service) -> None:
         "/api/retrieve", json={"query": "住宿标准", "doc_ids": []}, headers=service.editor
     )
     assert found.status_code == 200 and found.json()["sources"] == []
+
+
+def test_an_upload_wakes_the_idle_worker_thread(make_service: Callable[..., Service]) -> None:
+    """The worker thread polls once an hour here: the upload's wake-up gets the job done."""
+    service = make_service(worker_poll_seconds=3600)
+    for i in range(2):  # the second one finds the worker idle in its long wait
+        response = service.upload(f"第{i}号.md", f"# 通知{i}\n\n第{i}号通知的内容。")
+        assert response.status_code == 202, response.text
+        assert service.wait(response.json()["doc_id"])["status"] == "SUCCESS"

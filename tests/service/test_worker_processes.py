@@ -4,6 +4,7 @@ one writer) serves its Chroma directory to the workers, so `rag ingest` is still
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -148,3 +149,66 @@ def test_workers_ingest_in_their_own_process_and_the_cli_is_refused(tmp_path: Pa
     ledger.close()
     # after the server stopped, its workers and Chroma server are gone: the CLI may write
     assert not _children_of(kb_dir)
+
+
+def _worker_pids(kb_dir: Path) -> list[int]:
+    found = subprocess.run(
+        ["pgrep", "-f", f"rag_app.cli worker --kb {kb_dir}"], capture_output=True, text=True
+    )
+    return [int(p) for p in found.stdout.split()]
+
+
+def test_health_reports_a_killed_worker_restarted(tmp_path: Path) -> None:
+    kb_dir, ledger, _, port, url = _setup(tmp_path)
+    ledger.close()
+    proc = _serve(kb_dir, port, RAG_WORKERS="2")
+    try:
+        _wait_up(url, proc)
+        workers = httpx.get(url + "/api/health", timeout=30).json()["workers"]
+        assert workers["mode"] == "processes"
+        assert workers["configured"] == 2 and workers["alive"] == 2
+        assert workers["restarts"] == 0 and workers["last_exit"] is None
+        pids = _worker_pids(kb_dir)
+        assert len(pids) == 2, pids
+        os.kill(pids[0], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            workers = httpx.get(url + "/api/health", timeout=30).json()["workers"]
+            if workers["restarts"] >= 1 and workers["alive"] == 2:
+                break
+            time.sleep(0.2)
+        assert workers["restarts"] >= 1 and workers["alive"] == workers["configured"] == 2
+        assert workers["last_exit"]["code"] == -signal.SIGKILL
+        assert workers["last_exit"]["reason"] == "killed by signal 9 (SIGKILL)"
+        assert workers["last_exit"]["worker"] == "worker 1"
+        by_name = {w["name"]: w for w in workers["processes"]}
+        assert by_name["worker 1"]["restarts"] == 1 and by_name["worker 2"]["restarts"] == 0
+        assert all(w["alive"] for w in workers["processes"])
+        assert str(tmp_path) not in json.dumps(workers)  # no paths, no pids
+        assert len(_worker_pids(kb_dir)) == 2
+    finally:
+        _stop(proc)
+
+
+def test_rag_serve_wakes_its_worker_process_on_upload(tmp_path: Path) -> None:
+    """The worker polls once an hour here: only the API's wake-up (SIGUSR1) gets the job done."""
+    kb_dir, ledger, headers, port, url = _setup(tmp_path)
+    ledger.close()
+    proc = _serve(kb_dir, port, RAG_WORKER_POLL_SECONDS="3600")
+    try:
+        _wait_up(url, proc)
+        for i in range(2):  # the second one finds the worker idle in its long wait
+            response = httpx.post(
+                url + "/api/documents",
+                files={"file": (f"第{i}号.md", f"# 通知{i}\n\n第{i}号通知的内容。".encode())},
+                headers=headers,
+                timeout=60,
+            )
+            assert response.status_code == 202, response.text
+            body = _wait_status(url, response.json()["doc_id"], headers, {"FAILED", "SUCCESS"})
+            assert body["status"] == "SUCCESS", body
+            workers = httpx.get(url + "/api/health", timeout=30).json()["workers"]
+            assert workers["alive"] == 1 and workers["restarts"] == 0  # woken, not killed
+    finally:
+        log = _stop(proc)
+    assert "restarting" not in log, log
