@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from functools import lru_cache
+from itertools import takewhile
 
 from pydantic import BaseModel, Field
 
@@ -175,7 +176,8 @@ class QuestionAnalyzer:
         a noun, without a trailing verb or vague noun ("售价达到了多少" -> 售价, "绿化率数据" ->
         绿化率): its last word is the head (with the one before when it is a single character:
         等待|期 -> 等待期) and the run is the asked phrase ("机房温度标准是多少" -> 机房温度标准).
-        Else the nearest content word of two or more characters in that clause."""
+        Else the nearest content word of two or more characters in that clause, else (jieba cut
+        the word into untagged pieces) the run of words before the cue in that clause."""
         start, end = cue[0], cue[1]
         spans, pos = [], 0
         for word, flag in words:
@@ -206,10 +208,9 @@ class QuestionAnalyzer:
             if content(i) and not lex.is_vague(spans[i][2]):
                 return spans[i][2], run(i, 1)
         before = [i for i in range(len(spans) - 1, -1, -1) if spans[i][1] <= start]
+        clause = list(takewhile(lambda i: spans[i][2] not in _CLAUSE_MARKS, before))
         chunks: list[list[int]] = [[]]  # runs of joined words before the cue, nearest first
-        for i in before:
-            if spans[i][2] in _CLAUSE_MARKS:
-                break
+        for i in clause:
             if spans[i][3].startswith(_JOINED_FLAGS) and not lex.is_function_word(spans[i][2]):
                 chunks[-1].insert(0, i)
             elif chunks[-1]:
@@ -226,23 +227,16 @@ class QuestionAnalyzer:
                 suffixed = len(chunk) > 1 and len(spans[chunk[-1]][2]) == 1  # 等待|期
                 if chunk and (suffixed or any(noun(i, flags) for i in chunk)):
                     last = chunk[-1]
-                    if len(spans[last][2]) < 2 and len(chunk) > 1:  # 等待|期
-                        head = spans[chunk[-2]][2] + spans[last][2]
-                    else:
-                        head = spans[last][2]
+                    head = spans[chunk[-2]][2] + spans[last][2] if suffixed else spans[last][2]
                     return head, "".join(spans[i][2] for i in chunk)
-        for i in before:
-            if spans[i][2] in _CLAUSE_MARKS:
-                break
+        for i in clause:
             if content(i) and len(spans[i][2]) >= 2 and not lex.is_vague(spans[i][2]):
                 return spans[i][2], run(i, -1)
         # jieba cut the asked word into pieces it does not tag as content (年/m 假/a): the
         # nearest run of words before the cue, up to a function word, taken whole
         piece: list[int] = []
-        for i in before:
+        for i in clause:
             word, flag = spans[i][2], spans[i][3]
-            if word in _CLAUSE_MARKS:
-                break
             if flag.startswith(("x", "d", "p", "c", "u", "r")) or lex.is_function_word(word):
                 if piece:
                     break

@@ -181,6 +181,7 @@ class FeatureExtractor:
             if u.kind == "row" and analysis.answer_type in ("number", "money", "ratio", "duration"):
                 has_value = has_value or any(c.isdigit() for c in u.text)
             column = max((weighted_coverage(w, _norm(lex, h)) for h in u.header), default=0.0)
+            head_unit = term_credit(head, text) if head else 1.0
             rows.append(
                 [
                     weighted_coverage(w, text),
@@ -190,7 +191,7 @@ class FeatureExtractor:
                     bg_ctx,
                     miss_ctx,
                     miss_all,
-                    term_credit(head, text) if head else 1.0,
+                    head_unit,
                     head_ctx,
                     weighted_coverage(pw, text) if pw else 1.0,
                     phrase_ctx,
@@ -204,7 +205,7 @@ class FeatureExtractor:
                     1.0 if analysis.expects_value else 0.0,
                     1.0 if has_value else 0.0,
                     1.0 if analysis.expects_value and not has_value else 0.0,
-                    min(1.0 if has_value else 0.0, term_credit(head, text) if head else 1.0),
+                    min(1.0 if has_value else 0.0, head_unit),
                     0.0,
                     0.0,
                     1.0,
