@@ -173,8 +173,8 @@ class QuestionAnalyzer:
     ) -> tuple[str | None, str]:
         """The content word right after the cue ("多少保费") with the run of content words it
         starts; else, before the cue and in its clause, the nearest run of joined words that holds
-        a noun, without a trailing verb or vague noun ("售价达到了多少" -> 售价, "绿化率数据" ->
-        绿化率): its last word is the head (with the one before when it is a single character:
+        a noun, without a trailing verb or vague noun ("售价达到了多少" -> 售价, "销量数据" ->
+        销量): its last word is the head (with the one before when it is a single character:
         等待|期 -> 等待期) and the run is the asked phrase ("机房温度标准是多少" -> 机房温度标准).
         Else the nearest content word of two or more characters in that clause, else (jieba cut
         the word into untagged pieces) the run of words before the cue in that clause."""
@@ -217,7 +217,7 @@ class QuestionAnalyzer:
                 chunks.append([])
         for flags in (_NOUN_FLAGS, ("vn", "an")):
             for chunk in chunks:
-                # a trailing verb or vague noun is not the asked thing (售价|达到, 绿化率|数据)
+                # a trailing verb or vague noun is not the asked thing (售价|达到, 销量|数据)
                 while chunk and (
                     spans[chunk[-1]][3].startswith(("v", "a", "d"))
                     and not noun(chunk[-1], flags)

@@ -228,7 +228,7 @@ class FeatureExtractor:
     ) -> None:
         """Embed the best units by lexical coverage; the others get the lowest similarity. The
         asked phrase is compared with the short segments of those units (a row's column names,
-        else its clauses), so "利润总额" meets the column "营业利润" and "机房温度标准" meets
+        else its clauses), so "月薪" meets the column "月工资" and "机房温度标准" meets
         nothing; a question without an asked phrase leaves ``asked_sim`` at 1."""
         assert self.embed is not None
         i_cov, i_dense, i_gap, i_asked = (
