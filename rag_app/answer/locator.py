@@ -19,6 +19,7 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
+from rag_app.analysis.specificity import WordSpecificity
 from rag_app.answer.features import FEATURES, FeatureExtractor, term_credit
 from rag_app.answer.model import AnswerModel
 from rag_app.answer.question_features import question_terms, question_vector
@@ -96,6 +97,7 @@ class AnswerLocator:
         self.analyzer = analyzer
         self.stats = stats
         self.threshold = threshold
+        self.specificity = WordSpecificity()
         embed = cosine_embedder(embed_model) if embed_model is not None else None
         self.extractor = FeatureExtractor(analyzer.lexicon, embed)
 
@@ -133,7 +135,7 @@ class AnswerLocator:
         order = np.argsort(-probs, kind="stable")
         scored = [ScoredUnit(unit=units[i], probability=round(float(probs[i]), 4)) for i in order]
         best = self.model.answerable(
-            question_vector(analysis, x, probs, freqs, [u.text for u in units])
+            question_vector(analysis, x, probs, freqs, [u.text for u in units], self.specificity)
         )
         refused = best < self.threshold
         reason = explanation = None
@@ -165,8 +167,8 @@ class AnswerLocator:
             t for t in analysis.terms if len(t) >= 2 and lex.normalize(t.lower()) not in everything
         ]
         asked = [t for t in missing if t in analysis.phrase or t in analysis.focus]
-        if asked or missing:  # the rarest word of what is asked, else of the question
-            rarest = max(asked or missing, key=lambda t: weights.get(t, 0.0))
+        if asked or missing:  # the most specific word of what is asked, else of the question
+            rarest = max(asked or missing, key=lambda t: (self.specificity(t), weights.get(t, 0.0)))
             return "term_missing", f"检索到的资料中没有“{rarest}”的相关内容。"
         head = lex.normalize(analysis.head.lower()) if analysis.head else ""
         if len(head) >= 2 and term_credit(head, everything) == 0:

@@ -9,7 +9,7 @@ entity and no head).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -52,6 +52,8 @@ QUESTION_FEATURES: tuple[str, ...] = (
     "head_unseen",  # the knowledge base never mentions the asked head
     "unseen_terms",  # share of the question's terms the knowledge base never mentions
     "asked_sim_max",  # the asked phrase's best cosine with a clause or column name
+    "specific_missing",  # the most specific (in general Chinese) question word the evidence lacks
+    "p_best_logit",  # p_best as log-odds: a linear gate then combines it like evidence
 )
 
 
@@ -70,18 +72,37 @@ def _rarest_missing(terms: Sequence[str], frequencies: dict[str, int], evidence:
     return 0.0 if rarest.lower() in evidence else 1.0
 
 
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
+def specific_missing(
+    analysis: QuestionAnalysis, evidence: str, specificity: Callable[[str], float]
+) -> float:
+    """The specificity (:class:`~rag_app.analysis.specificity.WordSpecificity`) of the most
+    specific question word of two or more characters that ``evidence`` (lower-cased) lacks; 0
+    when it holds them all. Only the longest words count (a word inside another is not asked
+    twice). An everyday word missing is a question worded otherwise; a rare one missing is a
+    question about something the evidence does not mention."""
+    words = [t for t in analysis.terms if len(t) >= 2]
+    words = [t for t in words if not any(t != u and t in u for u in words)]
+    return max((specificity(t) for t in words if t.lower() not in evidence), default=0.0)
+
+
 def question_vector(
     analysis: QuestionAnalysis,
     x: np.ndarray,
     probs: np.ndarray,
     frequencies: dict[str, int],
-    texts: Sequence[str] = (),
+    texts: Sequence[str],
+    specificity: Callable[[str], float],
 ) -> np.ndarray:
     """The question-level features the gate decides on: the unit model's best scores, how well
     the evidence as a whole holds the question's head, terms, entities and values, and whether
     the knowledge base mentions the asked words at all (``frequencies``: chunks holding each of
     the question's terms and its head, :meth:`TermStatistics.frequencies`; ``texts``: the
-    units' texts)."""
+    units' texts; ``specificity``: a word's specificity in general Chinese)."""
     if not len(probs):
         return np.zeros(len(QUESTION_FEATURES))
     evidence = "\n".join(texts).lower()
@@ -128,5 +149,7 @@ def question_vector(
             head_unseen,
             unseen_share,
             float(f["asked_sim"].max()),
+            specific_missing(analysis, evidence, specificity),
+            _logit(float(probs[order[0]])),
         ]
     )

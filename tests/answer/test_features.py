@@ -127,3 +127,19 @@ def test_a_value_of_the_asked_type_beside_the_asked_head() -> None:
         ["被保险人因意外伤害导致上述情形的，无等待期。", "本合同的等待期为90日。"],
     )
     assert col(x, "value_with_head").tolist() == [0.0, 1.0]
+
+
+def test_a_specific_missing_word_weighs_more_than_an_everyday_one() -> None:
+    """The gate's specific_missing: the most specific question word the evidence lacks."""
+    from rag_app.analysis.specificity import WordSpecificity
+    from rag_app.answer.question_features import specific_missing
+
+    spec = WordSpecificity()
+    analysis = ANALYZER("禁药名单什么时候公布？")
+    assert "禁药" in analysis.terms and "名单" in analysis.terms
+    has_all = specific_missing(analysis, "禁药名单于三月公布。", spec)
+    lacks_rare = specific_missing(analysis, "参赛名单于三月公布。", spec)
+    lacks_everyday = specific_missing(analysis, "禁药清单于三月公布。", spec)
+    assert has_all == 0.0
+    assert lacks_rare == pytest.approx(spec("禁药"))
+    assert lacks_rare > lacks_everyday > 0.0

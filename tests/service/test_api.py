@@ -289,7 +289,7 @@ class TestQuery:
     def test_ask_refuses_without_evidence(self, service: Service) -> None:
         _ingested(service)
         body = service.client.post(
-            "/api/ask", json={"question": "公司的机房温度标准是多少？"}, headers=service.editor
+            "/api/ask", json={"question": "Docker 镜像的名称是什么？"}, headers=service.editor
         ).json()
         assert (
             body["refused"] and body["answer"] == "当前知识库中未找到足够依据。" and body["reason"]
