@@ -231,7 +231,16 @@ class Ledger(LedgerReads):
                 )
             for index in self._indexes:
                 index.delete_version(conn, doc_id, version)
-            self._insert_row_keywords(conn, doc_id, tenant, version, rows)
+            entries = [  # table rows (ingestion/row_entries.py), each naming its chunk
+                {"chunk_id": r["chunk_id"], "doc_id": doc_id, "tenant": tenant, "version": version}
+                | {"tokens": tokens}
+                for r in rows
+                for tokens in r.get("row_keywords") or ()
+            ]
+            if entries and self.row_keywords is None:
+                raise ValueError("table row entries need a SQLite ledger (RAG_TABLE_ROW_ENTRIES)")
+            if entries and self.row_keywords is not None:
+                self.row_keywords.insert(conn, entries)
             self.insert_keywords(
                 conn,
                 [
@@ -333,26 +342,6 @@ class Ledger(LedgerReads):
         if not rows:
             return
         self.keywords.insert(conn, rows)
-
-    def _insert_row_keywords(
-        self,
-        conn: Connection,
-        doc_id: str,
-        tenant: str,
-        version: int,
-        rows: Sequence[dict[str, Any]],
-    ) -> None:
-        entries = [
-            {"chunk_id": r["chunk_id"], "doc_id": doc_id, "tenant": tenant, "version": version}
-            | {"tokens": tokens}
-            for r in rows
-            for tokens in r.get("row_keywords") or ()
-        ]
-        if not entries:
-            return
-        if self.row_keywords is None:
-            raise ValueError("table row entries need a SQLite ledger (RAG_TABLE_ROW_ENTRIES)")
-        self.row_keywords.insert(conn, entries)
 
     def row_keyword_search_ranked(
         self, tokens: Sequence[str], *, tenant: str, doc_ids: Sequence[str] | None, limit: int
