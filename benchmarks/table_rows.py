@@ -15,7 +15,10 @@ reported. Latency: per question, query embedding included (nothing cached).
 
 Ingest cost (``--ingest-docs N``): the first N retqa_tables_zh documents (sorted by path) ingested
 into fresh temporary KBs with the setting off and on, interleaved, ``--repeat`` times; the best
-time of each side is reported, with the row entries written. Writes
+time of each side is reported, with the row entries written. ``--scale DIR``: the 100k-chunk
+KB of benchmarks/query_scale.py copied, its row entries written, and ``retrieve(top_k=5)`` timed
+with the row branch off and on alternately (laws and retqa questions; two passes, the second with
+the posting caches warm). Writes
 benchmarks/results/<name>.json (dev-split figures).
 """
 
