@@ -108,6 +108,14 @@ class Settings(BaseSettings):
     prf_docs: int = Field(3, ge=1, description="Feedback: top fused chunks taken as relevant.")
     prf_terms: int = Field(8, ge=1, description="Feedback: terms added to the keyword query.")
     prf_weight: float = Field(0.5, ge=0, description="Feedback: fusion weight of its ranking.")
+    table_row_entries: bool = Field(
+        False,
+        description="Index each row of a table chunk on its own in a second keyword index "
+        "(naming its chunk; SQLite ledger only): a question matching one row finds the chunk "
+        "even when the chunk's other rows dilute its BM25 score. Its ranking is fused as a "
+        "branch (row_weight). Changing it re-chunks documents on their next ingestion.",
+    )
+    row_weight: float = Field(1.0, ge=0, description="Fusion weight of the table-row branch.")
 
     rerank: str = Field(
         "lexical", description='"lexical" (no model), "none", or "hf:<local cross-encoder dir>".'

@@ -81,6 +81,11 @@ class KnowledgeBase:
             self._release_writer()
             raise
         try:
+            if settings.table_row_entries and not self.ledger.is_sqlite:
+                raise KnowledgeBaseError(
+                    "RAG_TABLE_ROW_ENTRIES needs the SQLite ledger: unset it, or unset "
+                    "RAG_DATABASE_URL"
+                )
             collection = collection_for(self.ledger, settings.collection)  # before the meta
             self._check_embedding_matches()
             self.vectors = VectorStore(

@@ -84,6 +84,7 @@ class QueryService:
             "candidates": max(s.candidates, top_k),
             "keyword_posting_budget": s.keyword_posting_budget,
             **feedback_params(s),
+            "row_weight": s.row_weight if s.table_row_entries else 0.0,
         }
         params.update(overrides)
         scope = Scope(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)

@@ -21,6 +21,7 @@ from llama_index.core.schema import BaseNode, MetadataMode
 
 from rag_app.chunking import build_node_parser
 from rag_app.config import Settings
+from rag_app.ingestion.row_entries import row_keywords
 from rag_app.readers import ParsedFile
 from rag_app.retrieval.tokenizer import tokenize
 
@@ -55,6 +56,8 @@ def pipeline_fingerprint(settings: Settings) -> str:
             settings.embedding,
             # v2: a .txt title line roots the heading path; PDF pages without text are OCR'd
             "v2",
+            # only when on, so that the fingerprints of knowledge bases without it stay as they were
+            *(["rows"] if settings.table_row_entries else []),
         )
     )
     return hashlib.sha1(key.encode()).hexdigest()[:16]
@@ -194,8 +197,13 @@ def embed_chunks(
     )
 
 
-def number_chunks(prepared: PreparedDocument, *, version: int) -> list[EmbeddedChunk]:
-    """The prepared chunks as version ``version``: chunk ids ``<doc_id>:<version>:<index>``."""
+def number_chunks(
+    prepared: PreparedDocument, *, version: int, table_rows: bool = False
+) -> list[EmbeddedChunk]:
+    """The prepared chunks as version ``version``: chunk ids ``<doc_id>:<version>:<index>``.
+
+    ``table_rows``: each row also gets ``row_keywords``, the keyword tokens of every table row
+    of the chunk (ingestion/row_entries.py)."""
     doc_id, tenant = prepared.doc_id, prepared.tenant
     out: list[EmbeddedChunk] = []
     for index, node in enumerate(prepared.nodes):
@@ -217,6 +225,8 @@ def number_chunks(prepared: PreparedDocument, *, version: int) -> list[EmbeddedC
             # the keyword index sees what the embedding sees: heading path + text
             "keywords": prepared.keywords[index],
         }
+        if table_rows:
+            row["row_keywords"] = row_keywords(row)
         out.append(
             EmbeddedChunk(
                 row=row,

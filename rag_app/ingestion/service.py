@@ -264,7 +264,9 @@ class IngestionService:
                 parsed, ready = self.parse(
                     data, item.path.name, doc_id=doc_id, tenant=tenant, source=source
                 )
-            embedded = number_chunks(ready, version=version)
+            embedded = number_chunks(
+                ready, version=version, table_rows=self.settings.table_row_entries
+            )
             if not embedded:
                 raise ReaderError("no indexable text after chunking")
             fault_point("ingest.after_parse")

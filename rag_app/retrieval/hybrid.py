@@ -110,7 +110,10 @@ class HybridRetriever(BaseRetriever):
         prf_docs: int = 0,
         prf_terms: int = 8,
         prf_weight: float = 0.5,
+        row_weight: float = 0.0,
     ) -> None:
+        """``row_weight`` > 0: chunks ranked by their best table row (a second keyword index,
+        ingestion/row_entries.py) are fused as a third branch with this weight."""
         super().__init__()
         if top_k <= 0:
             raise ValueError("top_k must be positive")
@@ -122,7 +125,7 @@ class HybridRetriever(BaseRetriever):
         self.mode = mode
         self.fusion = fusion
         self.rrf_k = rrf_k
-        self.weights = {"dense": dense_weight, "keyword": keyword_weight}
+        self.weights = {"dense": dense_weight, "keyword": keyword_weight, "rows": row_weight}
         self.label_dense_factor = label_dense_factor
         self.candidates = max(candidates, top_k)
         self.keyword_posting_budget = keyword_posting_budget
@@ -173,12 +176,16 @@ class HybridRetriever(BaseRetriever):
         kept = [(h.chunk_id, h.score) for h in hits if h.chunk_id in active]
         return kept, active, len(hits) < fetch
 
+    def _keyword_tokens(self, question: str) -> list[str]:
+        tokens = list(query_tokens(question))
+        if tokens:
+            freqs, total = self.stats.frequencies(tokens)
+            tokens = keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
+        return tokens
+
     def keyword(self, question: str, n: int) -> list[tuple[str, float]]:
         with stage("keyword"):
-            tokens = list(query_tokens(question))
-            if tokens:
-                freqs, total = self.stats.frequencies(tokens)
-                tokens = keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
+            tokens = self._keyword_tokens(question)
             if not tokens:
                 return []
             return self.ledger.keyword_search_ranked(
@@ -188,11 +195,25 @@ class HybridRetriever(BaseRetriever):
                 limit=n,
             )
 
-    def _timed_keyword(self, question: str, timings: dict[str, float]) -> list[tuple[str, float]]:
+    def rows(self, question: str, n: int) -> list[tuple[str, float]]:
+        """Active chunks in scope by their best table row (the row keyword index), best first."""
+        with stage("rows"):
+            tokens = self._keyword_tokens(question)
+            if not tokens:
+                return []
+            return self.ledger.row_keyword_search_ranked(
+                tokens, tenant=self.scope.tenant, doc_ids=self.scope.doc_ids, limit=n
+            )
+
+    def _timed_keyword(
+        self, question: str, timings: dict[str, float]
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """(the keyword ranking, the table-row ranking: empty unless ``row_weight`` > 0)."""
         t0 = time.perf_counter()
         keyword = self.keyword(question, self.candidates)
+        rows = self.rows(question, self.candidates) if self.weights["rows"] > 0 else []
         timings["keyword_ms"] = (time.perf_counter() - t0) * 1000
-        return keyword
+        return keyword, rows
 
     # ----- fusion ------------------------------------------------------------------------
     def _fuse(
@@ -231,7 +252,8 @@ class HybridRetriever(BaseRetriever):
         dense: list[tuple[str, float]] = []
         dense_chunks: dict[str, ChunkInfo] = {}
         keyword: list[tuple[str, float]] = []
-        pending: Future[list[tuple[str, float]]] | None = None
+        rows: list[tuple[str, float]] = []
+        pending: Future[tuple[list[tuple[str, float]], list[tuple[str, float]]]] | None = None
         if self.mode == "hybrid":
             # the keyword branch (SQLite, which runs without the GIL) beside the dense one
             pending = _BRANCHES.submit(
@@ -243,15 +265,17 @@ class HybridRetriever(BaseRetriever):
             timings["dense_ms"] = (time.perf_counter() - t0) * 1000
         if pending is not None:
             with stage("keyword_wait"):  # what the keyword branch added to the dense one
-                keyword = pending.result()
+                keyword, rows = pending.result()
         elif self.mode == "keyword":
-            keyword = self._timed_keyword(question, timings)
+            keyword, rows = self._timed_keyword(question, timings)
         with stage("fuse_nodes"):
             weights = dict(self.weights)
             if label_tokens(question):
                 # "…第三十三条…": an exact look-up; the dense branch can't read article numbers
                 weights["dense"] *= self.label_dense_factor
             branches = {"dense": dense, "keyword": keyword}
+            if rows:
+                branches["rows"] = rows
             fused = self._fuse(branches, weights)
         if self.prf_docs > 0 and self.mode != "dense" and not label_tokens(question):
             # an exact 第X条 look-up needs no bridge; a question in its own words may

@@ -72,6 +72,8 @@ def _warm_up(kb: KnowledgeBase, ingests: bool) -> None:
         _ = kb.embed_model
         query_tokens("预热分词词典")
         kb.ledger.postings.prewarm()  # the keyword index's common terms (SQLite ledgers)
+        if kb.settings.table_row_entries and kb.ledger.row_keywords is not None:
+            kb.ledger.row_keywords.postings.prewarm()  # and the table-row index's
     except Exception:  # the first request will report the problem properly
         logger.exception("warm-up failed")
     if ingests:  # worker threads in this process: their parse server, too

@@ -16,10 +16,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from rag_app.store.postings import PostingCache
 from rag_app.store.schema import (
-    FTS_DDL,
-    FTS_ROWS_DDL,
     FTS_ROWS_FILLED,
-    FTS_VOCAB_DDL,
+    fts_ddl,
+    fts_rows_ddl,
+    fts_vocab_ddl,
     get_meta,
     set_meta,
     stream_rows,
@@ -38,20 +38,25 @@ def _fts_phrase(token: str) -> str:
 class SqliteKeywordIndex:
     """The FTS5 keyword index (see the module docstring)."""
 
-    def __init__(self, engine: Engine, *, cache_postings: int) -> None:
+    def __init__(self, engine: Engine, *, cache_postings: int, table: str = "chunk_fts") -> None:
+        """``table``: ``chunk_fts`` (a row per chunk) or ``row_fts`` (a row per table row, each
+        naming its chunk: several rows may name one chunk; searches return each chunk once)."""
         self.engine = engine
+        self.table = table
         self._fts_total: tuple[int, float] | None = None
         # ranks keyword searches in memory, as FTS5 would (0 = FTS5 ranks every time)
-        self.postings = PostingCache(engine.connect, cache_postings)
+        self.postings = PostingCache(engine.connect, cache_postings, table=table)
 
     # ----- schema --------------------------------------------------------------------------
     def create(self, conn: Connection) -> None:
-        conn.execute(text(FTS_DDL))
-        conn.execute(text(FTS_VOCAB_DDL))
-        for ddl in FTS_ROWS_DDL:
+        conn.execute(text(fts_ddl(self.table)))
+        conn.execute(text(fts_vocab_ddl(self.table)))
+        for ddl in fts_rows_ddl(self.table):
             conn.execute(text(ddl))
 
     def upgrade(self) -> None:
+        if self.table != "chunk_fts":  # created with its rowid table from the start
+            return
         with self.engine.connect() as conn:
             filled = get_meta(conn, FTS_ROWS_FILLED)
         if filled is None:
@@ -68,54 +73,57 @@ class SqliteKeywordIndex:
     # ----- writes (inside the ledger's transactions) ---------------------------------------
     def insert(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
         # explicit rowids after the highest in use (docsize's key: an index look-up), so that
-        # chunk_fts_rows can name them; the caller's write transaction keeps them ours
-        top = conn.execute(text("SELECT max(id) FROM chunk_fts_docsize")).scalar() or 0
+        # {self.table}_rows can name them; the caller's write transaction keeps them ours
+        top = conn.execute(text(f"SELECT max(id) FROM {self.table}_docsize")).scalar() or 0
         numbered = [r | {"rowid": top + i} for i, r in enumerate(rows, start=1)]
         conn.execute(
             text(
-                "INSERT INTO chunk_fts (rowid, tokens, chunk_id, doc_id, tenant, version) "
+                f"INSERT INTO {self.table} (rowid, tokens, chunk_id, doc_id, tenant, version) "
                 "VALUES (:rowid, :tokens, :chunk_id, :doc_id, :tenant, :version)"
             ),
             numbered,
         )
         conn.execute(
             text(
-                "INSERT INTO chunk_fts_rows (rowid, doc_id, version) "
+                f"INSERT INTO {self.table}_rows (rowid, doc_id, version) "
                 "VALUES (:rowid, :doc_id, :version)"
             ),
             numbered,
         )
 
     def delete_version(self, conn: Connection, doc_id: str, version: int) -> None:
-        _delete_fts_rows(conn, "doc_id = :d AND version = :v", {"d": doc_id, "v": version})
+        _delete_fts_rows(
+            conn, self.table, "doc_id = :d AND version = :v", {"d": doc_id, "v": version}
+        )
 
     def delete_inactive(self, conn: Connection, doc_id: str) -> None:
         _delete_fts_rows(
             conn,
+            self.table,
             "doc_id = :d AND version != (SELECT version FROM documents WHERE doc_id = :d)",
             {"d": doc_id},
         )
 
     def delete_document(self, conn: Connection, doc_id: str) -> None:
-        _delete_fts_rows(conn, "doc_id = :d", {"d": doc_id})
+        _delete_fts_rows(conn, self.table, "doc_id = :d", {"d": doc_id})
 
     def count_inactive(self, conn: Connection) -> int:
-        fts_where = _NOT_ACTIVE.format(t="chunk_fts")
+        fts_where = _NOT_ACTIVE.format(t=self.table)
         return int(
-            conn.execute(text(f"SELECT count(*) FROM chunk_fts WHERE {fts_where}")).scalar_one()
+            conn.execute(text(f"SELECT count(*) FROM {self.table} WHERE {fts_where}")).scalar_one()
         )
 
     def purge_inactive(self, conn: Connection) -> None:
-        # a full scan of chunk_fts itself (this is the repair path), and of its rowids
-        fts_where = _NOT_ACTIVE.format(t="chunk_fts")
-        conn.execute(text(f"DELETE FROM chunk_fts WHERE {fts_where}"))
-        rows_where = _NOT_ACTIVE.format(t="chunk_fts_rows")
-        conn.execute(text(f"DELETE FROM chunk_fts_rows WHERE {rows_where}"))
+        # a full scan of the FTS5 table itself (this is the repair path), and of its rowids
+        fts_where = _NOT_ACTIVE.format(t=self.table)
+        conn.execute(text(f"DELETE FROM {self.table} WHERE {fts_where}"))
+        rows_where = _NOT_ACTIVE.format(t=f"{self.table}_rows")
+        conn.execute(text(f"DELETE FROM {self.table}_rows WHERE {rows_where}"))
 
     def active_rows(self, conn: Connection) -> Iterator[list[dict[str, Any]]]:
         fts = text(
             "SELECT f.chunk_id, f.doc_id, f.tenant, CAST(f.version AS INTEGER) AS version, "
-            "f.tokens FROM chunk_fts AS f JOIN documents AS d "
+            f"f.tokens FROM {self.table} AS f JOIN documents AS d "
             "ON d.doc_id = f.doc_id AND d.version = f.version ORDER BY f.rowid"
         )
         yield from stream_rows(conn, fts)
@@ -127,7 +135,8 @@ class SqliteKeywordIndex:
         params: dict[str, Any] = {
             "q": " OR ".join(_fts_phrase(t) for t in tokens),
             "tenant": tenant,
-            "limit": limit,
+            # row_fts: several rows may name one chunk (each chunk is kept once, below)
+            "limit": limit if self.table == "chunk_fts" else 8 * limit,
         }
         doc_filter = ""
         if doc_ids is not None:
@@ -137,13 +146,16 @@ class SqliteKeywordIndex:
             doc_filter = f" AND f.doc_id IN ({', '.join(':' + n for n in names)})"
             params.update(zip(names, doc_ids, strict=True))
         sql = text(
-            "SELECT f.chunk_id, -bm25(chunk_fts) AS score FROM chunk_fts AS f "
+            f"SELECT f.chunk_id, -bm25({self.table}) AS score FROM {self.table} AS f "
             "JOIN documents AS d ON d.doc_id = f.doc_id AND d.version = f.version "
-            f"WHERE chunk_fts MATCH :q AND f.tenant = :tenant{doc_filter} "
-            "ORDER BY bm25(chunk_fts) LIMIT :limit"
+            f"WHERE {self.table} MATCH :q AND f.tenant = :tenant{doc_filter} "
+            f"ORDER BY bm25({self.table}) LIMIT :limit"
         )
         with self.engine.connect() as conn:
-            return [(r[0], float(r[1])) for r in conn.execute(sql, params).all()]
+            best: dict[str, float] = {}
+            for chunk_id, score in conn.execute(sql, params).all():
+                best.setdefault(chunk_id, float(score))
+        return list(best.items())[:limit]
 
     def search_ranked(
         self, tokens: Sequence[str], *, tenant: str, doc_ids: Sequence[str] | None, limit: int
@@ -164,8 +176,8 @@ class SqliteKeywordIndex:
         query = " OR ".join(_fts_phrase(t) for t in tokens)
         window = max(4 * limit, 64)
         rank_sql = text(
-            "SELECT rowid, bm25(chunk_fts) FROM chunk_fts WHERE chunk_fts MATCH :q "
-            "ORDER BY bm25(chunk_fts) LIMIT :m"
+            f"SELECT rowid, bm25({self.table}) FROM {self.table} WHERE {self.table} MATCH :q "
+            f"ORDER BY bm25({self.table}) LIMIT :m"
         )
         with self.engine.connect() as conn:
             while True:
@@ -182,13 +194,14 @@ class SqliteKeywordIndex:
                 rows = conn.execute(
                     text(
                         "SELECT f.rowid, f.chunk_id, f.doc_id, f.tenant, f.version, d.version "
-                        "FROM chunk_fts AS f LEFT JOIN documents AS d ON d.doc_id = f.doc_id "
+                        f"FROM {self.table} AS f LEFT JOIN documents AS d ON d.doc_id = f.doc_id "
                         f"WHERE f.rowid IN ({', '.join(':' + n for n in names)})"
                     ),
                     names,
                 ).all()
                 meta = {r[0]: r[1:] for r in rows}
                 out: list[tuple[str, float]] = []
+                seen: set[str] = set()  # a chunk at its best row (row_fts: several name it)
                 for rowid, score in ranked:
                     m = meta.get(rowid)
                     if m is None:
@@ -196,8 +209,9 @@ class SqliteKeywordIndex:
                     chunk_id, doc_id, row_tenant, version, active = m
                     if row_tenant != tenant or active is None or int(version) != int(active):
                         continue
-                    if allowed is not None and doc_id not in allowed:
+                    if (allowed is not None and doc_id not in allowed) or chunk_id in seen:
                         continue
+                    seen.add(chunk_id)
                     out.append((chunk_id, -float(score)))
                     if len(out) == limit:
                         return out
@@ -211,7 +225,7 @@ class SqliteKeywordIndex:
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         names = {f"t{i}": t for i, t in enumerate(dict.fromkeys(terms))}
         sql = text(
-            "SELECT term, doc FROM chunk_fts_vocab WHERE term IN "
+            f"SELECT term, doc FROM {self.table}_vocab WHERE term IN "
             f"({', '.join(':' + n for n in names)})"
         )
         with self.engine.connect() as conn:
@@ -219,30 +233,29 @@ class SqliteKeywordIndex:
             now, cached = time.monotonic(), self._fts_total  # a local: writes reset the attribute
             # the total only scales IDF: a count up to 30 s old is fine and saves a table scan
             if cached is None or now - cached[1] > 30:
-                total = int(conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one())
+                total = int(conn.execute(text(f"SELECT count(*) FROM {self.table}")).scalar_one())
                 cached = self._fts_total = (total, now)
         return freqs, cached[0]
 
     def count(self) -> int:
         with self.engine.connect() as conn:
-            return int(conn.execute(text("SELECT count(*) FROM chunk_fts")).scalar_one())
+            return int(conn.execute(text(f"SELECT count(*) FROM {self.table}")).scalar_one())
 
     def version(self) -> bytes | None:
         """FTS5's structure record, whose cookie every write transaction to the index bumps."""
         with self.engine.connect() as conn:
-            return PostingCache.version(conn)
+            return self.postings.version(conn)
 
     def changed(self) -> None:
         self._fts_total = None
 
 
-def _delete_fts_rows(conn: Connection, where: str, params: dict[str, Any]) -> None:
-    """Delete the FTS5 rows (and their chunk_fts_rows entries) that match ``where`` on
-    chunk_fts_rows' columns (doc_id, version): rowids looked up by index, not by a scan."""
+def _delete_fts_rows(conn: Connection, table: str, where: str, params: dict[str, Any]) -> None:
+    """Delete the rows of FTS5 ``table`` (and their ``<table>_rows`` entries) that match
+    ``where`` on ``<table>_rows``' columns (doc_id, version): rowids looked up by index, not by
+    a scan."""
     conn.execute(
-        text(
-            f"DELETE FROM chunk_fts WHERE rowid IN (SELECT rowid FROM chunk_fts_rows WHERE {where})"
-        ),
+        text(f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table}_rows WHERE {where})"),
         params,
     )
-    conn.execute(text(f"DELETE FROM chunk_fts_rows WHERE {where}"), params)
+    conn.execute(text(f"DELETE FROM {table}_rows WHERE {where}"), params)

@@ -32,6 +32,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from rag_app.faults import fault_point
 from rag_app.store.api_keys import ApiKeyStore
 from rag_app.store.keywords import KeywordIndex, keyword_index
+from rag_app.store.keywords_sqlite import SqliteKeywordIndex
 from rag_app.store.reads import LedgerReads
 from rag_app.store.schema import (
     CHUNK_FIELDS,
@@ -76,6 +77,15 @@ class Ledger(LedgerReads):
         # SQLite: ranks keyword searches in memory, as FTS5 would (0 = FTS5 ranks every time);
         # off on other backends (PostgreSQL ranks with ts_rank)
         self.postings = self.keywords.postings
+        # SQLite: table rows indexed one by one (ingestion/row_entries.py), empty unless written
+        self.row_keywords: SqliteKeywordIndex | None = (
+            SqliteKeywordIndex(self.engine, cache_postings=keyword_cache_postings, table="row_fts")
+            if self.is_sqlite
+            else None
+        )
+        self._indexes: list[KeywordIndex] = [self.keywords]
+        if self.row_keywords is not None:
+            self._indexes.append(self.row_keywords)
         self.api_keys = ApiKeyStore(self.engine)
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
@@ -88,7 +98,8 @@ class Ledger(LedgerReads):
         metadata.create_all(self.engine)
         if self.is_sqlite:
             with self.engine.begin() as conn:
-                self.keywords.create(conn)
+                for index in self._indexes:
+                    index.create(conn)
             self.keywords.upgrade()
 
     def close(self) -> None:
@@ -218,7 +229,18 @@ class Ledger(LedgerReads):
                         for r in rows
                     ],
                 )
-            self.keywords.delete_version(conn, doc_id, version)
+            for index in self._indexes:
+                index.delete_version(conn, doc_id, version)
+            entries = [  # table rows (ingestion/row_entries.py), each naming its chunk
+                {"chunk_id": r["chunk_id"], "doc_id": doc_id, "tenant": tenant, "version": version}
+                | {"tokens": tokens}
+                for r in rows
+                for tokens in r.get("row_keywords") or ()
+            ]
+            if entries and self.row_keywords is None:
+                raise ValueError("table row entries need a SQLite ledger (RAG_TABLE_ROW_ENTRIES)")
+            if entries and self.row_keywords is not None:
+                self.row_keywords.insert(conn, entries)
             self.insert_keywords(
                 conn,
                 [
@@ -250,7 +272,7 @@ class Ledger(LedgerReads):
                     updated_at=utcnow(),
                 )
             )
-        self.keywords.changed()
+        self.keywords_changed()
 
     def mark_unchanged(self, doc_id: str) -> None:
         with self.engine.begin() as conn:
@@ -269,8 +291,9 @@ class Ledger(LedgerReads):
                     and_(chunks.c.doc_id == doc_id, chunks.c.version != active.scalar_subquery())
                 )
             )
-            self.keywords.delete_inactive(conn, doc_id)
-        self.keywords.changed()
+            for index in self._indexes:
+                index.delete_inactive(conn, doc_id)
+        self.keywords_changed()
         return int(result.rowcount or 0)
 
     def purge_inactive(self, repair: bool = True) -> tuple[int, int]:
@@ -289,21 +312,28 @@ class Ledger(LedgerReads):
         )
         with self.engine.begin() as conn:
             n_chunks = int(conn.execute(select(func.count()).where(inactive_chunks)).scalar_one())
-            n_fts = self.keywords.count_inactive(conn)
+            n_fts = sum(index.count_inactive(conn) for index in self._indexes)
             if repair:
                 conn.execute(delete(chunks).where(inactive_chunks))
-                self.keywords.purge_inactive(conn)
+                for index in self._indexes:
+                    index.purge_inactive(conn)
         if repair:
-            self.keywords.changed()
+            self.keywords_changed()
         return n_chunks, n_fts
 
     def delete_document(self, doc_id: str) -> bool:
         with self.engine.begin() as conn:
             conn.execute(delete(chunks).where(chunks.c.doc_id == doc_id))
-            self.keywords.delete_document(conn, doc_id)
+            for index in self._indexes:
+                index.delete_document(conn, doc_id)
             result = conn.execute(delete(documents).where(documents.c.doc_id == doc_id))
-        self.keywords.changed()
+        self.keywords_changed()
         return bool(result.rowcount)
+
+    def keywords_changed(self) -> None:
+        """This process wrote keyword rows: cached statistics of every index are out of date."""
+        for index in self._indexes:
+            index.changed()
 
     # ----- the keyword index (store/keywords.py) -----------------------------------------
     def insert_keywords(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
@@ -312,6 +342,15 @@ class Ledger(LedgerReads):
         if not rows:
             return
         self.keywords.insert(conn, rows)
+
+    def row_keyword_search_ranked(
+        self, tokens: Sequence[str], *, tenant: str, doc_ids: Sequence[str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Active chunks of one tenant (optionally some documents) ranked by their best table
+        row (ingestion/row_entries.py), best first; empty when no row entry was written."""
+        if self.row_keywords is None or not tokens or limit <= 0:
+            return []
+        return self.row_keywords.search_ranked(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit)
 
     def keyword_search(
         self,

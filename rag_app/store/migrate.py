@@ -80,6 +80,15 @@ def copy_ledger(
         for batch in source.keywords.active_rows(src):
             target.insert_keywords(dst, batch)
             note("keywords", len(batch))
+        if source.row_keywords is not None:
+            for batch in source.row_keywords.active_rows(src):
+                if target.row_keywords is None:
+                    raise MigrationError(
+                        "the knowledge base has table row entries (RAG_TABLE_ROW_ENTRIES), "
+                        "which only a SQLite ledger holds: re-ingest it without them first"
+                    )
+                target.row_keywords.insert(dst, batch)
+                note("row_keywords", len(batch))
         if target.is_postgres and counts.get("jobs"):
             dst.execute(
                 text(
@@ -89,5 +98,5 @@ def copy_ledger(
             )
     for name in ("documents", "chunks", "keywords", "api_keys", "jobs", "kb_meta"):
         counts.setdefault(name, 0)
-    target.keywords.changed()
+    target.keywords_changed()
     return counts

@@ -39,10 +39,12 @@ PREWARM_MIN_ROWS = 64
 # rowids index an array of row lengths (4 bytes each): beyond this FTS5 ranks instead
 MAX_ROWID = 2**27
 
-VOCAB_INSTANCE_DDL = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunk_fts_instances "
-    "USING fts5vocab(main, chunk_fts, 'instance')"
-)
+
+def vocab_instance_ddl(table: str) -> str:
+    return (
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances "
+        f"USING fts5vocab(main, {table}, 'instance')"
+    )
 
 
 def single_term(token: str) -> bool:
@@ -84,9 +86,15 @@ class PostingCache:
     threads of :meth:`prewarm` and of the re-warm after the index changed."""
 
     def __init__(
-        self, connect: Callable[[], Any] | None = None, max_postings: int = 8_000_000
+        self,
+        connect: Callable[[], Any] | None = None,
+        max_postings: int = 8_000_000,
+        *,
+        table: str = "chunk_fts",
     ) -> None:
+        """``table``: the FTS5 table ranked (``chunk_fts``, or ``row_fts``)."""
         self.connect = connect
+        self.table = table
         self.max_postings = max_postings
         self.rewarm_delay_s = REWARM_DELAY_S
         self._lock = threading.Lock()
@@ -121,7 +129,7 @@ class PostingCache:
         content table (~0.5 s at 100k chunks), so only long-lived processes ask for it."""
         cursor = conn.connection.cursor()
         try:
-            pairs = cursor.execute("SELECT rowid, doc_id FROM chunk_fts").fetchall()
+            pairs = cursor.execute(f"SELECT rowid, doc_id FROM {self.table}").fetchall()
         finally:
             cursor.close()
         grouped: dict[str, list[int]] = {}
@@ -185,22 +193,21 @@ class PostingCache:
         if self.max_postings <= 0 or self.connect is None:
             return 0
         with self.connect() as conn:
-            total = conn.exec_driver_sql("SELECT count(*) FROM chunk_fts_docsize").scalar()
+            total = conn.exec_driver_sql(f"SELECT count(*) FROM {self.table}_docsize").scalar()
             terms = [
                 r[0]
                 for r in conn.exec_driver_sql(
-                    "SELECT term FROM chunk_fts_vocab WHERE doc <= ? AND doc >= ? "
+                    f"SELECT term FROM {self.table}_vocab WHERE doc <= ? AND doc >= ? "
                     "ORDER BY doc DESC",
                     ((total or 0) // 2, min_rows),
                 )
             ]
         return self._fill(terms, budget or self.max_postings, doc_rows=True)
 
-    @staticmethod
-    def version(conn: Any) -> bytes | None:
-        """FTS5's structure record of ``chunk_fts``: every write transaction to the index bumps
+    def version(self, conn: Any) -> bytes | None:
+        """FTS5's structure record of the table: every write transaction to the index bumps
         its cookie (``Ledger.keyword_index_version``)."""
-        row = conn.exec_driver_sql("SELECT block FROM chunk_fts_data WHERE id = 10").first()
+        row = conn.exec_driver_sql(f"SELECT block FROM {self.table}_data WHERE id = 10").first()
         return None if row is None else bytes(row[0])
 
     def _load_state(self, conn: Any, version: bytes) -> _State | None:
@@ -213,11 +220,11 @@ class PostingCache:
         cursor = conn.connection.cursor()
         try:
             # an early way out only: a writer may add rows before the next statement
-            if (cursor.execute("SELECT max(id) FROM chunk_fts_docsize").fetchone()[0] or 0) > (
+            if (cursor.execute(f"SELECT max(id) FROM {self.table}_docsize").fetchone()[0] or 0) > (
                 MAX_ROWID
             ):
                 return None
-            sizes = cursor.execute("SELECT id, sz FROM chunk_fts_docsize").fetchall()
+            sizes = cursor.execute(f"SELECT id, sz FROM {self.table}_docsize").fetchall()
         finally:
             cursor.close()
         if self.version(conn) != version:  # written meanwhile: the rows may be a newer version
@@ -231,14 +238,15 @@ class PostingCache:
         n = len(sizes)
         return _State(version, lengths, n, float(lengths.sum()) / n if n else 0.0)
 
-    @staticmethod
-    def _read(conn: Any, term: str) -> tuple[NDArray[np.int32], NDArray[np.uint16]]:
+    def _read(self, conn: Any, term: str) -> tuple[NDArray[np.int32], NDArray[np.uint16]]:
         """A term's rows and its count in each, from FTS5 (no lock needed)."""
         cursor = conn.connection.cursor()  # the DB-API cursor: plain tuples, fast for many rows
         try:
-            cursor.execute(VOCAB_INSTANCE_DDL)  # a temp table: once per pooled connection
             cursor.execute(
-                "SELECT doc, count(*) FROM temp.chunk_fts_instances WHERE term = ? GROUP BY doc",
+                vocab_instance_ddl(self.table)
+            )  # a temp table: once per pooled connection
+            cursor.execute(
+                f"SELECT doc, count(*) FROM temp.{self.table}_instances WHERE term = ? GROUP BY doc",
                 (term,),
             )
             pairs = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 2)

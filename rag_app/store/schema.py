@@ -130,26 +130,36 @@ CHUNK_FIELDS = (
 
 
 # Keyword index: jieba tokens (space separated) in an FTS5 table, written in the same transaction
-# as the chunk rows, so it can never disagree with the ledger.
-FTS_DDL = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts USING fts5("
-    "tokens, chunk_id UNINDEXED, doc_id UNINDEXED, tenant UNINDEXED, version UNINDEXED, "
-    "tokenize = 'unicode61 remove_diacritics 0')"
-)
+# as the chunk rows, so it can never disagree with the ledger. ``chunk_fts`` holds one row per
+# chunk; ``row_fts`` (same layout) one row per table row of a table chunk, naming the chunk
+# (``RAG_TABLE_ROW_ENTRIES``; store/keywords_sqlite.py).
+def fts_ddl(table: str) -> str:
+    return (
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
+        "tokens, chunk_id UNINDEXED, doc_id UNINDEXED, tenant UNINDEXED, version UNINDEXED, "
+        "tokenize = 'unicode61 remove_diacritics 0')"
+    )
 
-FTS_VOCAB_DDL = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS chunk_fts_vocab USING fts5vocab(chunk_fts, 'row')"
-)
+
+def fts_vocab_ddl(table: str) -> str:
+    return f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_vocab USING fts5vocab({table}, 'row')"
+
 
 # Which FTS5 rows belong to which (document, version). FTS5 cannot index its UNINDEXED columns,
 # so "DELETE FROM chunk_fts WHERE doc_id = ..." reads the whole table (0.15 s at 100k chunks, on
 # every file ingested, twice). This table holds each FTS5 row's rowid under an index on
 # (doc_id, version), written in the same transactions as chunk_fts: deletes look rowids up here.
-FTS_ROWS_DDL = (
-    "CREATE TABLE IF NOT EXISTS chunk_fts_rows ("
-    "rowid INTEGER PRIMARY KEY, doc_id TEXT NOT NULL, version INTEGER NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS ix_chunk_fts_rows_doc ON chunk_fts_rows (doc_id, version)",
-)
+def fts_rows_ddl(table: str) -> tuple[str, str]:
+    return (
+        f"CREATE TABLE IF NOT EXISTS {table}_rows ("
+        "rowid INTEGER PRIMARY KEY, doc_id TEXT NOT NULL, version INTEGER NOT NULL)",
+        f"CREATE INDEX IF NOT EXISTS ix_{table}_rows_doc ON {table}_rows (doc_id, version)",
+    )
+
+
+FTS_DDL = fts_ddl("chunk_fts")
+FTS_VOCAB_DDL = fts_vocab_ddl("chunk_fts")
+FTS_ROWS_DDL = fts_rows_ddl("chunk_fts")
 # a ledger written before chunk_fts_rows existed gets it filled once, from chunk_fts itself
 FTS_ROWS_FILLED = "chunk_fts_rows_filled"
 
