@@ -176,16 +176,17 @@ class HybridRetriever(BaseRetriever):
         kept = [(h.chunk_id, h.score) for h in hits if h.chunk_id in active]
         return kept, active, len(hits) < fetch
 
-    def _keyword_tokens(self, question: str) -> list[str]:
-        tokens = list(query_tokens(question))
-        if tokens:
-            freqs, total = self.stats.frequencies(tokens)
-            tokens = keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
-        return tokens
+    def _keyword_tokens(self, tokens: list[str]) -> list[str]:
+        """The question's tokens worth sending to the keyword index (:func:`keyword_query_tokens`
+        under this retriever's posting budget)."""
+        if not tokens:
+            return tokens
+        freqs, total = self.stats.frequencies(tokens)
+        return keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
 
     def keyword(self, question: str, n: int) -> list[tuple[str, float]]:
         with stage("keyword"):
-            tokens = self._keyword_tokens(question)
+            tokens = self._keyword_tokens(list(query_tokens(question)))
             if not tokens:
                 return []
             return self.ledger.keyword_search_ranked(
@@ -198,7 +199,7 @@ class HybridRetriever(BaseRetriever):
     def rows(self, question: str, n: int) -> list[tuple[str, float]]:
         """Active chunks in scope by their best table row (the row keyword index), best first."""
         with stage("rows"):
-            tokens = self._keyword_tokens(question)
+            tokens = self._keyword_tokens(list(query_tokens(question)))
             if not tokens:
                 return []
             return self.ledger.row_keyword_search_ranked(
@@ -235,10 +236,8 @@ class HybridRetriever(BaseRetriever):
         self.last_expansion = [t for t, _ in terms]
         if not terms:
             return []
-        freqs, total = self.stats.frequencies(tokens)
-        kept = keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
         return self.ledger.keyword_search_ranked(
-            [*kept, *self.last_expansion],
+            [*self._keyword_tokens(tokens), *self.last_expansion],
             tenant=self.scope.tenant,
             doc_ids=self.scope.doc_ids,
             limit=self.candidates,
