@@ -29,6 +29,7 @@ _CONTENT_FLAGS = ("n", "v", "a", "eng", "l", "i", "j", "t", "s", "vn", "an")
 # words that join into one asked phrase before the question word (等待|期, 机房|温度|标准)
 _JOINED_FLAGS = ("n", "v", "a", "eng", "l", "i", "j", "s", "q", "b", "g", "k")
 _NOUN_FLAGS = ("n", "eng", "j", "l", "s")  # nouns; a verbal noun (vn: 设置, 赔付) only if none
+_NOUN_PASSES = (_NOUN_FLAGS, ("vn", "an"))
 
 
 class QuestionAnalysis(BaseModel):
@@ -225,7 +226,7 @@ class QuestionAnalyzer:
             owned = self._after_de(spans, clause, noun)
         if owned:
             return owned, owned
-        for flags in (_NOUN_FLAGS, ("vn", "an")):
+        for flags in _NOUN_PASSES:
             for chunk in chunks:
                 # a trailing verb or vague noun is not the asked thing (售价|达到, 销量|数据)
                 while chunk and (
@@ -285,7 +286,7 @@ class QuestionAnalyzer:
         text = "".join(spans[i][2] for i in run)
         if len(text) < 2 or lex.is_vague(text):
             return None
-        if any(noun(i, f) for i in run for f in (_NOUN_FLAGS, ("vn", "an"))):
+        if any(noun(i, f) for i in run for f in _NOUN_PASSES):
             return None
         return text
 
