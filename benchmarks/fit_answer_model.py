@@ -3,8 +3,9 @@
     .venv/bin/python benchmarks/answer_data.py        # evidence per question (cached)
     .venv/bin/python benchmarks/fit_answer_model.py   # fit, report, write the model file
 
-Fits a logistic regression over the unit features (rag_app/answer/features.py) on the
-**calibration halves** of all four dev sets together, chooses the gate presets' thresholds there,
+Fits the unit model (a listwise, sign-constrained logistic ranking of each question's units over
+the unit features, rag_app/answer/features.py; benchmarks/answer_estimators.py) and the gate on
+the **calibration halves** of all four dev sets together, chooses the gate presets' thresholds there,
 and writes ``rag_app/answer/answer_model.json``. It reports, on each data set's **check half**:
 false refusals (answerable questions refused), refusal of dragonball's unanswerable questions,
 refusal of near misses (answerable questions asked with their gold documents out of scope), and
@@ -20,20 +21,20 @@ import hashlib
 import json
 import os
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from answer_data import DATASETS
+from answer_estimators import boosted, listwise_logistic, signed_logistic
 from answer_features import Example, examples, feature_version, squash
 from answer_probes import EXCISED_SETS, excised, probes
 from common import ROOT, write_result
 
 from rag_app.analysis.specificity import WordSpecificity
 from rag_app.answer.features import FEATURES
-from rag_app.answer.model import LinearModel, Tree, TreeModel
+from rag_app.answer.model import LinearModel, TreeModel
 from rag_app.answer.question_features import QUESTION_FEATURES, question_vector
 
 MODEL_PATH = ROOT / "rag_app" / "answer" / "answer_model.json"
@@ -80,91 +81,6 @@ NOISY_NEGATIVES = {("near", "laws_zh")}
 UNIT_DATASETS = {"cmrc_trial_zh", "retqa_tables_zh"}
 
 
-def design(rows: list[Example]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unit rows with sample weights: each question's answer units and other units weigh 1 each
-    in total, so long evidence does not outweigh short."""
-    xs, ys, ws = [], [], []
-    for e in rows:
-        if not len(e.y):
-            continue
-        pos = int(e.y.sum())
-        neg = len(e.y) - pos
-        w = np.where(e.y == 1, 1.0 / max(pos, 1), 1.0 / max(neg, 1))
-        xs.append(e.x)
-        ys.append(e.y)
-        ws.append(w)
-    return np.vstack(xs), np.concatenate(ys), np.concatenate(ws)
-
-
-def logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, names: list[str]) -> LinearModel:
-    from sklearn.linear_model import LogisticRegression
-
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    clf = LogisticRegression(C=C, max_iter=5000)
-    clf.fit((x - mean) / scale, y, sample_weight=w)
-    return LinearModel(
-        features=names, mean=mean.tolist(), scale=scale.tolist(), coef=clf.coef_[0].tolist(),
-        intercept=float(clf.intercept_[0]),
-    )  # fmt: skip
-
-
-def signed_logistic(
-    q: np.ndarray, y: np.ndarray, w: np.ndarray, signs: dict[str, int], columns: Sequence[str]
-) -> LinearModel:
-    """Logistic regression whose coefficients keep the given signs (+1: more of it never lowers
-    the probability, -1: never raises it, 0: free): L2-regularised, L-BFGS-B under bounds. The
-    signs keep a feature from standing in for another's domain quirks with the wrong sign."""
-    from scipy.optimize import minimize
-
-    names = list(signs)
-    cols = [list(columns).index(n) for n in names]
-    x = q[:, cols]
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    z = (x - mean) / scale
-
-    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        logits = z @ theta[:-1] + theta[-1]
-        p = 1 / (1 + np.exp(-np.clip(logits, -40, 40)))
-        ll = -np.sum(w * (y * np.log(p + 1e-12) + (1 - y) * np.log(1 - p + 1e-12)))
-        reg = 0.5 * np.sum(theta[:-1] ** 2) / C
-        grad = np.append(z.T @ (w * (p - y)), np.sum(w * (p - y)))
-        grad[:-1] += theta[:-1] / C
-        return ll + reg, grad
-
-    bounds = [(0, None) if signs[n] > 0 else (None, 0) if signs[n] < 0 else (None, None)
-              for n in names] + [(None, None)]  # fmt: skip
-    res = minimize(loss, np.zeros(len(names) + 1), jac=True, method="L-BFGS-B", bounds=bounds)
-    return LinearModel(features=names, mean=mean.tolist(), scale=scale.tolist(),
-                       coef=res.x[:-1].tolist(), intercept=float(res.x[-1]))  # fmt: skip
-
-
-def boosted(q: np.ndarray, y: np.ndarray, w: np.ndarray, names: list[str]) -> TreeModel:
-    """Gradient-boosted trees over the question features ``names``, exported to arrays."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    cols = [QUESTION_FEATURES.index(n) for n in names]
-    clf = HistGradientBoostingClassifier(
-        random_state=0, monotonic_cst=[GATE_SIGNS.get(n, 0) for n in names], **GATE_TREES
-    )
-    clf.fit(q[:, cols], y, sample_weight=w)
-    trees = []
-    for (predictor,) in clf._predictors:
-        n = predictor.nodes
-        trees.append(
-            Tree(
-                feature=n["feature_idx"].tolist(), threshold=n["num_threshold"].tolist(),
-                left=n["left"].tolist(), right=n["right"].tolist(), value=n["value"].tolist(),
-                leaf=n["is_leaf"].astype(bool).tolist(),
-                missing_left=n["missing_go_to_left"].astype(bool).tolist(),
-            )
-        )  # fmt: skip
-    baseline = float(np.ravel(clf._baseline_prediction)[0])
-    return TreeModel(features=names, baseline=baseline, trees=trees)
-
-
 @dataclass
 class Fitted:
     unit: LinearModel
@@ -192,8 +108,10 @@ def fit(rows: list[Example]) -> Fitted:
     """Unit model on the answer units; gate model on the questions (answerable with an answer
     unit in the evidence vs unanswerable and near misses), each domain and kind of question
     (answerable, unanswerable, near miss) weighing the same in total; thresholds per preset."""
-    x, y, w = design([e for e in rows if e.dataset in UNIT_DATASETS and e.kind != "excised"])
-    unit = signed_logistic(x, y, w, UNIT_SIGNS, FEATURES)
+    unit = listwise_logistic(
+        [(e.x, e.y, e.dataset) for e in rows if e.dataset in UNIT_DATASETS and e.kind == "answerable"],
+        UNIT_SIGNS, FEATURES, c=C,
+    )  # fmt: skip
     usable = [
         e
         for e in rows
@@ -208,9 +126,9 @@ def fit(rows: list[Example]) -> Fitted:
     w = weights * len(usable) / weights.sum()
     gate: LinearModel | TreeModel
     if GATE_KIND == "trees":
-        gate = boosted(q, labels, w, list(GATE_SIGNS))
+        gate = boosted(q, labels, w, GATE_SIGNS, QUESTION_FEATURES, GATE_TREES)
     else:
-        gate = signed_logistic(q, labels, w, GATE_SIGNS, QUESTION_FEATURES)
+        gate = signed_logistic(q, labels, w, GATE_SIGNS, QUESTION_FEATURES, c=C)
     fitted = Fitted(unit, gate, {})
     fitted.thresholds = thresholds(fitted, rows)
     return fitted
