@@ -256,7 +256,9 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     expect(cite_text.locator("h2")).to_have_text("第三条 住宿标准")
     cited = cite_text.get_by_test_id("cited-text")
     expect(cited).to_have_count(n_citing)
-    expect(cited.first).to_have_text("一线城市住宿标准为每晚 600 元，其他城市住宿标准为每晚 400 元。")
+    expect(cited.first).to_have_text(
+        "一线城市住宿标准为每晚 600 元，其他城市住宿标准为每晚 400 元。"
+    )
     shot("citation")
     page.keyboard.press("Escape")
     expect(popup).to_be_hidden()
