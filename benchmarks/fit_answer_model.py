@@ -64,8 +64,11 @@ UNIT_SIGNS = {
 GATE_KIND = os.environ.get("GATE_KIND", "signed")  # signed (logistic) | trees (monotone boosted)
 GATE_SIGNS = {
     "p_best_logit": 1, "specific_missing": -1, "head_with_entity": 1, "phrase_term_missing": -1,
-    "head_gap": -1,
+    "head_gap": -1, "no_head_entity": 0, "no_phrase": 0,
 }  # fmt: skip
+# no_head_entity / no_phrase (free sign) mark the questions for which head_with_entity and
+# phrase_term_missing say nothing (their vacuous 1 and 0): the gate learns its own offset for
+# them instead of reading "no head asked" as "the head was found".
 GATE_TREES = {"max_iter": 100, "max_depth": 3, "learning_rate": 0.1, "min_samples_leaf": 50,
               "l2_regularization": 1.0}  # fmt: skip
 # Near misses that are not reliably unanswerable: a lay legal question asked without its gold

@@ -54,6 +54,8 @@ QUESTION_FEATURES: tuple[str, ...] = (
     "asked_sim_max",  # the asked phrase's best cosine with a clause or column name
     "specific_missing",  # the most specific (in general Chinese) question word the evidence lacks
     "p_best_logit",  # p_best as log-odds: a linear gate then combines it like evidence
+    "no_head_entity",  # the question names no asked head and no entity (head_with_entity is vacuous)
+    "no_phrase",  # the question has no asked phrase (phrase_term_missing is vacuous)
 )
 
 
@@ -151,5 +153,7 @@ def question_vector(
             float(f["asked_sim"].max()),
             specific_missing(analysis, evidence, specificity),
             _logit(float(probs[order[0]])),
+            0.0 if (analysis.head and len(analysis.head) >= 2) or analysis.entities else 1.0,
+            0.0 if analysis.phrase else 1.0,
         ]
     )

@@ -2,7 +2,8 @@
 
 For a table row the first line is the asked cell with its column name and the row's label
 ("男性年缴保费（元）：5000（年龄：63）"), then the whole row; for a list item its lead-in comes
-with it; a lead-in ending in "：" brings the items that follow it.
+with it (a question asking for a list gets the lead-in and all its items); a lead-in ending in
+"：" brings the items that follow it.
 """
 
 from __future__ import annotations
@@ -60,6 +61,15 @@ def _row_lead(unit: AnswerUnit, column: int) -> str:
     return cell if column == 0 or not label else f"{cell}（{label}）"
 
 
+def _siblings(decision: AnswerDecision, item: AnswerUnit) -> list[ScoredUnit]:
+    """The items under the same lead-in as ``item`` (itself included), in document order."""
+    return sorted(
+        (s for s in decision.units if s.unit.source == item.source and s.unit.kind == "item"
+         and s.unit.context == item.context),
+        key=lambda s: s.unit.index,
+    )[:MAX_ITEMS]  # fmt: skip
+
+
 def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citation]]:
     """Answer text with ``[n]`` markers and the cited units, best first."""
     if not decision.units or decision.analysis is None:
@@ -72,6 +82,13 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
     if column is not None:
         lines.append(f"{_row_lead(unit, column)} [{unit.source}]")
         lines.append(f"{unit.text} [{unit.source}]")
+    elif unit.kind == "item" and unit.context and decision.analysis.answer_type == "list":
+        # a question asking for a list, answered by one item: the lead-in, then every item
+        lines.append(f"{unit.context} [{unit.source}]")
+        for s in _siblings(decision, unit):
+            lines.append(f"{s.unit.text} [{s.unit.source}]")
+            if s is not best:
+                cited.append(s)
     elif unit.kind == "item" and unit.context and unit.context not in unit.text:
         lines.append(f"{unit.text} [{unit.source}]（{unit.context}）")
     else:

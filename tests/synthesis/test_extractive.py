@@ -62,3 +62,25 @@ def test_an_item_answer_shows_its_lead_in() -> None:
     d = decision("密码多久更换一次？", POLICY, [0.2, 0.3, 0.9, 0.1])
     first = compose(d, ANALYZER.lexicon)[0].splitlines()[0]
     assert first.startswith("（二）密码每90天至少更换一次。 [1]") and "密码要求" in first
+
+
+def test_a_list_question_answered_by_an_item_gets_the_lead_in_and_every_item() -> None:
+    # the best unit is one item; a question that asks for a list wants all of them, in order
+    d = decision("员工的密码有哪些要求？", POLICY, [0.2, 0.4, 0.9, 0.1])
+    text, cited = compose(d, ANALYZER.lexicon)
+    assert text.splitlines()[:3] == [
+        "第十条 员工应当遵守以下密码要求： [1]",
+        "（一）密码长度不少于12位； [1]",
+        "（二）密码每90天至少更换一次。 [1]",
+    ]
+    assert cited[0].text == "（二）密码每90天至少更换一次。"  # the best unit stays first cited
+    assert {c.text for c in cited} >= {
+        "（一）密码长度不少于12位；",
+        "（二）密码每90天至少更换一次。",
+    }
+
+
+def test_a_single_value_question_answered_by_an_item_keeps_one_item() -> None:
+    d = decision("密码多久更换一次？", POLICY, [0.2, 0.3, 0.9, 0.1])
+    lines = compose(d, ANALYZER.lexicon)[0].splitlines()
+    assert "（一）密码长度不少于12位； [1]" not in lines
