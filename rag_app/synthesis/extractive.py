@@ -85,6 +85,11 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
     elif unit.kind == "item" and unit.context and decision.analysis.answer_type == "list":
         # a question asking for a list, answered by one item: the lead-in, then every item
         lines.append(f"{unit.context} [{unit.source}]")
+        cited.extend(
+            s for s in decision.units
+            if s.unit.source == unit.source and s.unit.kind != "item"
+            and s.unit.text.strip() == unit.context.strip()
+        )  # fmt: skip
         for s in _siblings(decision, unit):
             lines.append(f"{s.unit.text} [{s.unit.source}]")
             if s is not best:
