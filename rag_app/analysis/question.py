@@ -30,6 +30,10 @@ _CONTENT_FLAGS = ("n", "v", "a", "eng", "l", "i", "j", "t", "s", "vn", "an")
 _JOINED_FLAGS = ("n", "v", "a", "eng", "l", "i", "j", "s", "q", "b", "g", "k")
 _NOUN_FLAGS = ("n", "eng", "j", "l", "s")  # nouns; a verbal noun (vn: 设置, 赔付) only if none
 _NOUN_PASSES = (_NOUN_FLAGS, ("vn", "an"))
+# question words jieba may tag as a noun (多长/n, 多大/n): still the question word, not a noun cue
+_INTERROGATIVES = ("多", "几", "什么", "哪", "何", "谁", "怎")
+# a verb jieba glues to the word before the question word (等待|期有|多长): not part of the head
+_VERBS_BEFORE_CUE = ("有", "是")
 
 
 class QuestionAnalysis(BaseModel):
@@ -222,7 +226,11 @@ class QuestionAnalyzer:
         # not when the cue opens with a noun ("价格是多少", "日期是"): what precedes it (成交)
         # qualifies that noun
         owned = None
-        if cue_word is None or not cue_word[3].startswith((*_NOUN_FLAGS, "t")):
+        if (
+            cue_word is None
+            or not cue_word[3].startswith((*_NOUN_FLAGS, "t"))
+            or cue_word[2].startswith(_INTERROGATIVES)  # 多长/n is a question word
+        ):
             owned = self._after_de(spans, clause, noun)
         if owned:
             return owned, owned
@@ -284,6 +292,8 @@ class QuestionAnalyzer:
         else:
             return None  # no 的 in the clause
         text = "".join(spans[i][2] for i in run)
+        if len(text) > 2 and text.endswith(_VERBS_BEFORE_CUE):  # 等待|期有|多长: jieba glued 有
+            text = text[:-1]
         if len(text) < 2 or lex.is_vague(text):
             return None
         if any(noun(i, f) for i in run for f in _NOUN_PASSES):

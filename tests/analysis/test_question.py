@@ -96,6 +96,9 @@ def test_the_word_between_de_and_the_question_word_is_asked(analyzer: QuestionAn
     # a noun there is found the usual way, and a verb after a noun is not asked
     assert analyzer("公司的营收增长了多少？").head == "营收"
     assert analyzer("合同的有效期是多久？").head == "有效期"
+    # a question word jieba tags as a noun (多长/n) and a 有 it glues on (等待|期有) change nothing
+    assert analyzer("这款保险的等待期有多长？").head == "等待期"
+    assert analyzer("会议室的面积有多大？").head == "面积"
 
 
 def test_a_conjunction_glued_to_a_name_is_not_part_of_the_entity(
