@@ -38,6 +38,11 @@ class Lexicon(BaseModel):
     vague_nouns: list[str] = Field(
         default_factory=list, description="Nouns that never say what is asked (数据, 情况)."
     )
+    period_suffixes: list[str] = Field(
+        default_factory=list,
+        description="Endings of nouns that name a span of time (等待期, 试用期, 年假): "
+        "'X的等待期有多长' asks for a duration.",
+    )
     char_variants: list[list[str]] = Field(default_factory=list)
     _values: dict[str, re.Pattern[str]] = PrivateAttr(default_factory=dict)
     _cue_index: list[tuple[str, str]] = PrivateAttr(default_factory=list)

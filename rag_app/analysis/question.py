@@ -128,9 +128,21 @@ class QuestionAnalyzer:
             else (None, "")
         )
         focus = self._focus(question, chosen, terms, entities)
+        answer_type = chosen[3] if chosen else "other"
+        if (
+            answer_type == "number"
+            and chosen is not None
+            and head
+            and len(head) >= 2
+            and head.endswith(tuple(lex.period_suffixes))
+            and 0 <= question.find(head) < chosen[0]
+        ):
+            # "X的等待期有多长 / 是多少": the size of a span of time is a duration; a count after
+            # the question word ("有几个学期") stays a number
+            answer_type = "duration"
         return QuestionAnalysis(
             text=question,
-            answer_type=chosen[3] if chosen else "other",
+            answer_type=answer_type,
             cue=chosen[2] if chosen else None,
             head=head,
             entities=entities,

@@ -101,6 +101,15 @@ def test_the_word_between_de_and_the_question_word_is_asked(analyzer: QuestionAn
     assert analyzer("会议室的面积有多大？").head == "面积"
 
 
+def test_the_size_of_a_span_of_time_is_a_duration(analyzer: QuestionAnalyzer) -> None:
+    """多长 / 多少 after a noun naming a span of time asks for a duration; a count after the
+    question word stays a number."""
+    assert analyzer("这款保险的等待期有多长？").answer_type == "duration"
+    assert analyzer("员工的试用期是多少？").answer_type == "duration"
+    assert analyzer("会议室的面积有多大？").answer_type == "number"
+    assert analyzer("一学年有几个学期？").answer_type == "number"
+
+
 def test_a_conjunction_glued_to_a_name_is_not_part_of_the_entity(
     analyzer: QuestionAnalyzer,
 ) -> None:
