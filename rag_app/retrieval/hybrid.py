@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -185,26 +186,22 @@ class HybridRetriever(BaseRetriever):
         return keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
 
     def keyword(self, question: str, n: int) -> list[tuple[str, float]]:
-        with stage("keyword"):
-            tokens = self._keyword_tokens(list(query_tokens(question)))
-            if not tokens:
-                return []
-            return self.ledger.keyword_search_ranked(
-                tokens,
-                tenant=self.scope.tenant,
-                doc_ids=self.scope.doc_ids,
-                limit=n,
-            )
+        """Active chunks in scope by keyword (BM25), best first."""
+        return self._ranked("keyword", question, n, self.ledger.keyword_search_ranked)
 
     def rows(self, question: str, n: int) -> list[tuple[str, float]]:
         """Active chunks in scope by their best table row (the row keyword index), best first."""
-        with stage("rows"):
+        return self._ranked("rows", question, n, self.ledger.row_keyword_search_ranked)
+
+    def _ranked(
+        self, name: str, question: str, n: int, search: Callable[..., list[tuple[str, float]]]
+    ) -> list[tuple[str, float]]:
+        """One keyword index's ranking of the question's pruned tokens, within the scope."""
+        with stage(name):
             tokens = self._keyword_tokens(list(query_tokens(question)))
             if not tokens:
                 return []
-            return self.ledger.row_keyword_search_ranked(
-                tokens, tenant=self.scope.tenant, doc_ids=self.scope.doc_ids, limit=n
-            )
+            return search(tokens, tenant=self.scope.tenant, doc_ids=self.scope.doc_ids, limit=n)
 
     def _timed_keyword(
         self, question: str, timings: dict[str, float]

@@ -61,11 +61,12 @@ def _row_lead(unit: AnswerUnit, column: int) -> str:
     return cell if column == 0 or not label else f"{cell}（{label}）"
 
 
-def _siblings(decision: AnswerDecision, item: AnswerUnit) -> list[ScoredUnit]:
-    """The items under the same lead-in as ``item`` (itself included), in document order."""
+def _items_under(decision: AnswerDecision, source: int, lead: str) -> list[ScoredUnit]:
+    """The list items of node ``source`` carried with the lead-in ``lead``, in document order."""
+    lead = lead.rstrip()
     return sorted(
-        (s for s in decision.units if s.unit.source == item.source and s.unit.kind == "item"
-         and s.unit.context == item.context),
+        (s for s in decision.units if s.unit.source == source and s.unit.kind == "item"
+         and s.unit.context and lead in s.unit.context),
         key=lambda s: s.unit.index,
     )[:MAX_ITEMS]  # fmt: skip
 
@@ -90,7 +91,7 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
             if s.unit.source == unit.source and s.unit.kind != "item"
             and s.unit.text.strip() == unit.context.strip()
         )  # fmt: skip
-        for s in _siblings(decision, unit):
+        for s in _items_under(decision, unit.source, unit.context):
             lines.append(f"{s.unit.text} [{s.unit.source}]")
             if s is not best:
                 cited.append(s)
@@ -99,12 +100,7 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
     else:
         lines.append(f"{unit.text} [{unit.source}]")
     if unit.text.rstrip("*").rstrip().endswith(("：", ":")):
-        items = sorted(
-            (s for s in decision.units if s.unit.source == unit.source and s.unit.kind == "item"
-             and s.unit.context and unit.text.rstrip() in s.unit.context),
-            key=lambda s: s.unit.index,
-        )[:MAX_ITEMS]  # fmt: skip
-        for s in items:
+        for s in _items_under(decision, unit.source, unit.text):
             lines.append(f"{s.unit.text} [{s.unit.source}]")
             cited.append(s)
     support = 0
