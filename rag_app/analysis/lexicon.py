@@ -43,6 +43,16 @@ class Lexicon(BaseModel):
         description="Endings of nouns that name a span of time (等待期, 试用期, 年假): "
         "'X的等待期有多长' asks for a duration.",
     )
+    distributives: list[str] = Field(
+        default_factory=list,
+        description="Adverbs that spread a predicate over several subjects (各自, 分别): in "
+        "'A和B两个小区各自成交了多少套' the asked thing follows them (成交), not the subjects.",
+    )
+    few_markers: list[str] = Field(
+        default_factory=list,
+        description="Characters after which 几 means 'a few', not 'how many' (这几个, 前几年, "
+        "十几岁): a question word starting with 几 right after one is not a cue.",
+    )
     char_variants: list[list[str]] = Field(default_factory=list)
     _values: dict[str, re.Pattern[str]] = PrivateAttr(default_factory=dict)
     _cue_index: list[tuple[str, str]] = PrivateAttr(default_factory=list)
@@ -79,6 +89,11 @@ class Lexicon(BaseModel):
         return [
             (m.start(), m.end(), m.group(0), kinds[m.group(0)])
             for m in self._cue_regex.finditer(question)
+            if not (
+                m.group(0).startswith("几")
+                and m.start() > 0
+                and question[m.start() - 1] in self.few_markers
+            )
         ]
 
     def is_function_word(self, word: str) -> bool:

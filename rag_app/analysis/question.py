@@ -228,6 +228,7 @@ class QuestionAnalyzer:
                 return spans[i][2], run(i, 1)
         before = [i for i in range(len(spans) - 1, -1, -1) if spans[i][1] <= start]
         clause = list(takewhile(lambda i: spans[i][2] not in _CLAUSE_MARKS, before))
+        clause = self._predicate(spans, clause, content)
         chunks: list[list[int]] = [[]]  # runs of joined words before the cue, nearest first
         for i in clause:
             if spans[i][3].startswith(_JOINED_FLAGS) and not lex.is_function_word(spans[i][2]):
@@ -277,6 +278,23 @@ class QuestionAnalyzer:
         if len(text) >= 2 and not lex.is_vague(text):
             return text, text
         return None, ""
+
+    def _predicate(
+        self,
+        spans: list[tuple[int, int, str, str]],
+        clause: list[int],
+        content: Callable[[int], bool],
+    ) -> list[int]:
+        """The clause before the cue (nearest word first), cut at a distributive adverb (各自,
+        分别) that has a content word of two or more characters between it and the cue: in
+        "A和B两个小区各自成交了多少套" the subjects come before 各自 and the asked thing (成交)
+        after it; "A与B各自的利润总额是多少" keeps its head (利润总额), which is after 各自 too."""
+        for n, i in enumerate(clause):
+            if spans[i][2] in self.lexicon.distributives:
+                if any(content(j) and len(spans[j][2]) >= 2 for j in clause[:n]):
+                    return clause[:n]
+                return clause
+        return clause
 
     def _after_de(
         self,

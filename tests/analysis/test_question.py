@@ -101,6 +101,23 @@ def test_the_word_between_de_and_the_question_word_is_asked(analyzer: QuestionAn
     assert analyzer("会议室的面积有多大？").head == "面积"
 
 
+def test_the_asked_thing_follows_a_distributive_adverb(analyzer: QuestionAnalyzer) -> None:
+    """各自 / 分别 spread the predicate over the subjects named before them: the head is in the
+    predicate (存放, 卖出), not the subjects' noun (仓库, 门店); a head already after the adverb
+    stays."""
+    assert analyzer("甲乙两个仓库各自存放了多少吨货物？").head == "存放"
+    assert analyzer("这两家门店分别卖出了多少台空调？").head == "卖出"
+    assert analyzer("两款手机各自的电池容量是多少？").head == "电池容量"
+    assert analyzer("两个仓库的面积分别是多少？").head == "面积"
+
+
+def test_ji_after_a_demonstrative_means_a_few(analyzer: QuestionAnalyzer) -> None:
+    """这几个 / 前几年 / 十几岁 say "a few", not "how many": the question word is the later one."""
+    assert analyzer("这几个仓库的面积分别是多少？").head == "面积"
+    assert analyzer("前几年公司的利润是多少？").cue == "多少"
+    assert analyzer("这个班有几个学生？").cue in ("几", "几个")
+
+
 def test_the_size_of_a_span_of_time_is_a_duration(analyzer: QuestionAnalyzer) -> None:
     """多长 / 多少 after a noun naming a span of time asks for a duration; a count after the
     question word stays a number."""
