@@ -75,26 +75,31 @@ class Lexicon(BaseModel):
         pairs = [(cue, t.type) for t in self.answer_types for cue in t.cues]
         pairs.sort(key=lambda p: -len(p[0]))
         self._cue_index = pairs
-        self._cue_regex = re.compile("|".join(re.escape(c) for c, _ in pairs)) if pairs else None
+        alternatives = "|".join(re.escape(c) for c, _ in pairs)
+        # a lookahead finds a cue at every position (longest first), so one that starts inside
+        # another is found too: 是什么|时候 holds 什么时候
+        self._cue_regex = re.compile(f"(?=({alternatives}))") if pairs else None
         self._function = frozenset(self.function_words)
 
     def value_pattern(self, answer_type: str) -> re.Pattern[str] | None:
         return self._values.get(answer_type)
 
     def cues(self, question: str) -> list[tuple[int, int, str, str]]:
-        """Question-word matches (start, end, cue, answer type), left to right, longest first."""
+        """Question-word matches (start, end, cue, answer type), left to right, the longest at
+        each position; a match inside an earlier one is dropped (什么 in 是什么), one that reaches
+        past it is kept (什么时候 in 是什么时候)."""
         if self._cue_regex is None:
             return []
         kinds = dict(self._cue_index)
-        return [
-            (m.start(), m.end(), m.group(0), kinds[m.group(0)])
-            for m in self._cue_regex.finditer(question)
-            if not (
-                m.group(0).startswith("几")
-                and m.start() > 0
-                and question[m.start() - 1] in self.few_markers
-            )
-        ]
+        out: list[tuple[int, int, str, str]] = []
+        for m in self._cue_regex.finditer(question):
+            cue, start = m.group(1), m.start()
+            if out and start + len(cue) <= out[-1][1]:
+                continue
+            if cue.startswith("几") and start > 0 and question[start - 1] in self.few_markers:
+                continue
+            out.append((start, start + len(cue), cue, kinds[cue]))
+        return out
 
     def is_function_word(self, word: str) -> bool:
         return word in self._function

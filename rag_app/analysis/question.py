@@ -247,6 +247,16 @@ class QuestionAnalyzer:
             owned = self._after_de(spans, clause, noun)
         if owned:
             return owned, owned
+        if (
+            cue_word is not None
+            and cue_word[0] == start
+            and cue_word[3].startswith((*_NOUN_FLAGS, "t"))
+            and not cue_word[2].startswith(_INTERROGATIVES)
+            and (not clause or spans[clause[0]][2] == "的")
+        ):
+            # the cue opens with a noun owned by what precedes it ("合同的有效期是多少"): that
+            # noun is the asked thing, not its owner (合同)
+            return cue_word[2], cue_word[2]
         for flags in _NOUN_PASSES:
             for chunk in chunks:
                 # a trailing verb or vague noun is not the asked thing (售价|达到, 销量|数据)

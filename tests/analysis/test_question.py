@@ -111,6 +111,23 @@ def test_the_asked_thing_follows_a_distributive_adverb(analyzer: QuestionAnalyze
     assert analyzer("两个仓库的面积分别是多少？").head == "面积"
 
 
+def test_a_question_word_starting_inside_another_is_found(analyzer: QuestionAnalyzer) -> None:
+    """是什么|时候: 什么时候 starts inside 是什么 and asks for a date."""
+    assert analyzer("他的生日是什么时候？").answer_type == "date"
+    assert analyzer("这台设备是什么时候安装的？").answer_type == "date"
+    assert analyzer("这个词是什么意思？").answer_type == "definition"
+    assert analyzer("为什么要修改密码？").answer_type == "reason"
+
+
+def test_a_noun_opening_the_question_word_after_de_is_the_head(
+    analyzer: QuestionAnalyzer,
+) -> None:
+    """合同的有效期是多少: the cue opens with the asked noun, and 合同 only owns it."""
+    assert analyzer("合同的有效期是多少？").head == "有效期"
+    assert analyzer("这笔订单的金额是多少？").head == "金额"
+    assert analyzer("会议的日期是哪天？").head == "日期"
+
+
 def test_ji_after_a_demonstrative_means_a_few(analyzer: QuestionAnalyzer) -> None:
     """这几个 / 前几年 / 十几岁 say "a few", not "how many": the question word is the later one."""
     assert analyzer("这几个仓库的面积分别是多少？").head == "面积"
