@@ -3,22 +3,29 @@
 For a table row the first line is the asked cell with its column name and the row's label
 ("男性年缴保费（元）：5000（年龄：63）"), then the whole row; for a list item its lead-in comes
 with it (a question asking for a list gets the lead-in and all its items); a lead-in ending in
-"：" brings the items that follow it.
+"：" brings the items that follow it; a question about what a named article says (第十二条规定了
+什么) gets that article's units in order.
 """
 
 from __future__ import annotations
+
+import re
 
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalysis
 from rag_app.answer.features import term_credit
 from rag_app.answer.locator import AnswerDecision, ScoredUnit
 from rag_app.answer.units import AnswerUnit
+from rag_app.retrieval.tokenizer import label_tokens
 from rag_app.types import Citation
 
 MAX_SUPPORT = 2
 SUPPORT_SHARE = 0.5  # a supporting unit scores at least this share of the best
 SUPPORT_FLOOR = 0.3  # and at least this probability
 MAX_ITEMS = 12
+# answer types of a question that asks what a named article says, not for one value in it
+_CONTENT_TYPES = ("what", "definition", "other")
+_LEADING_LABEL = re.compile(r"\s*第[零〇一二两三四五六七八九十百千\d]+[编章节条款项]")
 
 
 def citation_of(scored: ScoredUnit) -> Citation:
@@ -71,10 +78,45 @@ def _items_under(decision: AnswerDecision, source: int, lead: str) -> list[Score
     )[:MAX_ITEMS]  # fmt: skip
 
 
+def _leading_label(text: str) -> str | None:
+    m = _LEADING_LABEL.match(text)
+    labels = label_tokens(m.group(0)) if m else []
+    return labels[0] if labels else None
+
+
+def _named_article(decision: AnswerDecision) -> list[ScoredUnit]:
+    """For a question about what a named article says ("第十二条规定了什么"): the unit that opens
+    with that label and the units after it in its node up to the next label, in order; empty
+    when the question names no article, asks for a value, or the evidence lacks the opener."""
+    analysis = decision.analysis
+    if analysis is None or not analysis.labels or analysis.answer_type not in _CONTENT_TYPES:
+        return []
+    opener = next(
+        (s for s in decision.units if _leading_label(s.unit.text) in analysis.labels), None
+    )
+    if opener is None:
+        return []
+    same = sorted(
+        (s for s in decision.units
+         if s.unit.source == opener.unit.source and s.unit.index >= opener.unit.index),
+        key=lambda s: s.unit.index,
+    )  # fmt: skip
+    out = [opener]
+    for s in same[1:]:
+        if _leading_label(s.unit.text) is not None:
+            break
+        out.append(s)
+    return out[:MAX_ITEMS]
+
+
 def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citation]]:
     """Answer text with ``[n]`` markers and the cited units, best first."""
     if not decision.units or decision.analysis is None:
         return "", []
+    article = _named_article(decision)
+    if article:
+        text = "\n".join(f"{s.unit.text} [{s.unit.source}]" for s in article)
+        return text, [citation_of(s) for s in article]
     best = decision.units[0]
     lines: list[str] = []
     cited: list[ScoredUnit] = [best]

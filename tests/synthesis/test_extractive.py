@@ -85,3 +85,27 @@ def test_a_single_value_question_answered_by_an_item_keeps_one_item() -> None:
     d = decision("密码多久更换一次？", POLICY, [0.2, 0.3, 0.9, 0.1])
     lines = compose(d, ANALYZER.lexicon)[0].splitlines()
     assert "（一）密码长度不少于12位； [1]" not in lines
+
+
+ARTICLES = """第十一条 员工离职当日，IT部门应当注销其全部账号。
+第十二条 连续5次输入错误密码的，账号将被自动锁定30分钟；同一账号一天内被锁定3次以上的，应当通知安全部门排查。
+第十三条 远程访问必须使用公司VPN。
+"""
+
+
+def test_a_question_about_a_named_article_gets_that_article_in_order() -> None:
+    # "第十二条规定了什么" asks for the article, whichever of its sentences scores best
+    d = decision("管理制度第十二条规定了什么？", ARTICLES, [0.5, 0.2, 0.9, 0.4])
+    text, cited = compose(d, ANALYZER.lexicon)
+    assert text.splitlines()[:2] == [
+        "第十二条 连续5次输入错误密码的，账号将被自动锁定30分钟； [1]",
+        "同一账号一天内被锁定3次以上的，应当通知安全部门排查。 [1]",
+    ]
+    assert "第十三条" not in text.splitlines()[1]
+    assert cited[0].text.startswith("第十二条")
+
+
+def test_a_value_question_naming_an_article_still_leads_with_the_value() -> None:
+    d = decision("第十二条规定一天内被锁定几次以上要排查？", ARTICLES, [0.1, 0.3, 0.9, 0.2])
+    first = compose(d, ANALYZER.lexicon)[0].splitlines()[0]
+    assert first.startswith("同一账号一天内被锁定3次以上的")
