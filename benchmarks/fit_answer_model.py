@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/answer_data.py        # evidence per question (cached)
     .venv/bin/python benchmarks/fit_answer_model.py   # fit, report, write the model file
+                                                      # (builds the off-topic probes on first use)
 
 Fits the unit model (a listwise, sign-constrained logistic ranking of each question's units over
 the unit features, rag_app/answer/features.py; benchmarks/answer_estimators.py) and the gate on
@@ -9,9 +10,12 @@ the **calibration halves** of all four dev sets together, chooses the gate prese
 and writes ``rag_app/answer/answer_model.json``. It reports, on each data set's **check half**:
 false refusals (answerable questions refused), refusal of dragonball's unanswerable questions,
 refusal of near misses (answerable questions asked with their gold documents out of scope), and
-whether the best unit holds the answer (cmrc: the gold span; the extractive answer's first line).
+whether the best unit holds the answer (cmrc: the gold span; the extractive answer's first line),
+and refusal of off-topic questions (the other dev sets' questions asked of this set's knowledge
+base, benchmarks/answer_offtopic.py; trained on as negatives).
 The **leave-one-domain-out** column refits everything (model and thresholds) without domain D and
-measures D: the figure that predicts a user's own documents. Results: benchmarks/results/answer_model.json.
+measures D (and drops the off-topic probes made from D's questions): the figure that predicts a
+user's own documents. Results: benchmarks/results/answer_model.json.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import numpy as np
 from answer_data import DATASETS
 from answer_estimators import boosted, listwise_logistic, signed_logistic
 from answer_features import Example, examples, feature_version, squash
+from answer_offtopic import offtopic, source_of
 from answer_probes import EXCISED_SETS, excised, probes
 from common import ROOT, write_result
 
@@ -164,7 +169,7 @@ def measure(fitted: Fitted, thr: float, rows: list[Example]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind, key in (("answerable", "false_refusal"), ("unanswerable", "unanswerable_refused"),
                       ("near", "near_miss_refused"), ("probe", "head_swap_refused"),
-                      ("excised", "excised_refused")):  # fmt: skip
+                      ("excised", "excised_refused"), ("offtopic", "offtopic_refused")):  # fmt: skip
         mask = np.array([e.kind == kind for e in rows])
         if mask.any():
             out[key] = round(float(refused[mask].mean()), 4)
@@ -199,7 +204,10 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
     args = parser.parse_args()
     data = {
-        d: examples(d, refresh=args.refresh) + probes(d) + (excised(d) if d in EXCISED_SETS else [])
+        d: examples(d, refresh=args.refresh)
+        + probes(d)
+        + offtopic(d)
+        + (excised(d) if d in EXCISED_SETS else [])
         for d in args.datasets
     }
     calib = [e for d in data for e in data[d] if e.half == "calibration"]
@@ -209,7 +217,10 @@ def main() -> None:
     for d in data:
         check = [e for e in data[d] if e.half == "check"]
         row: dict[str, Any] = {"check_half": measure(fitted, thr["balanced"], check)}
-        others = [e for o in data if o != d for e in data[o] if e.half == "calibration"]
+        others = [
+            e for o in data if o != d for e in data[o]
+            if e.half == "calibration" and source_of(e) != d
+        ]  # fmt: skip
         if others:
             lodo = fit(others)
             row["leave_one_domain_out"] = measure(lodo, lodo.thresholds["balanced"], check)
@@ -266,9 +277,9 @@ def markdown_table(table: dict[str, Any]) -> str:
     half of every data set) and leave-one-domain-out (fitted without the data set)."""
     rows = [
         "| dev set | fitted on | false refusals | unanswerable refused | near misses refused "
-        "| head-swap probes refused | answer cut out, refused | best unit holds the answer "
-        "| gold span in first line |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| head-swap probes refused | answer cut out, refused | off-topic refused "
+        "| best unit holds the answer | gold span in first line |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d, row in table.items():
         for col, name in (("check_half", "all four"), ("leave_one_domain_out", "the other three")):
@@ -279,6 +290,7 @@ def markdown_table(table: dict[str, Any]) -> str:
                 f"| {d} | {name} | {pct(v.get('false_refusal'))} | "
                 f"{pct(v.get('unanswerable_refused'))} | {pct(v.get('near_miss_refused'))} | "
                 f"{pct(v.get('head_swap_refused'))} | {pct(v.get('excised_refused'))} | "
+                f"{pct(v.get('offtopic_refused'))} | "
                 f"{pct(v.get('best_unit_is_answer'))} | "
                 f"{pct(v.get('first_line_span'))} |"
             )

@@ -53,6 +53,11 @@ class Lexicon(BaseModel):
         description="Characters after which 几 means 'a few', not 'how many' (这几个, 前几年, "
         "十几岁): a question word starting with 几 right after one is not a cue.",
     )
+    light_verbs: list[str] = Field(
+        default_factory=list,
+        description="Verbs whose object is the action itself (进行, 开展): in '哪一年进行了资产收购' "
+        "the asked thing is the object (资产收购).",
+    )
     char_variants: list[list[str]] = Field(default_factory=list)
     _values: dict[str, re.Pattern[str]] = PrivateAttr(default_factory=dict)
     _cue_index: list[tuple[str, str]] = PrivateAttr(default_factory=list)

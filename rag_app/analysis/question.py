@@ -222,6 +222,12 @@ class QuestionAnalyzer:
         after = [i for i, s in enumerate(spans) if s[0] >= end]
         if after and spans[after[0]][2] == "的":  # 多长的宽限期
             after = after[1:]
+        if after and spans[after[0]][2] in lex.light_verbs:  # 哪一年进行了资产收购
+            rest = [i for i in after[1:] if spans[i][3] != "ul"]
+            if rest and content(rest[0]):
+                asked = run(rest[0], 1)
+                last = max(i for i in rest if spans[i][1] <= spans[rest[0]][0] + len(asked))
+                return spans[last][2], asked
         if after and spans[after[0]][0] - end <= 2:
             i = after[0]
             if content(i) and not lex.is_vague(spans[i][2]):

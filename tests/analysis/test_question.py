@@ -128,6 +128,11 @@ def test_a_noun_opening_the_question_word_after_de_is_the_head(
     assert analyzer("会议的日期是哪天？").head == "日期"
 
 
+def test_a_light_verb_hands_the_head_to_its_object(analyzer: QuestionAnalyzer) -> None:
+    assert analyzer("公司在哪一年开展了员工培训？").head == "培训"
+    assert analyzer("两家公司分别在哪一年进行了资产重组？").asked == "资产重组"
+
+
 def test_ji_after_a_demonstrative_means_a_few(analyzer: QuestionAnalyzer) -> None:
     """这几个 / 前几年 / 十几岁 say "a few", not "how many": the question word is the later one."""
     assert analyzer("这几个仓库的面积分别是多少？").head == "面积"
