@@ -168,6 +168,23 @@ def feature_locator(name: str) -> Iterator[AnswerLocator]:
         kb.close()
 
 
+def probe_example(
+    locator: AnswerLocator,
+    dataset: str,
+    half: str,
+    qid: str,
+    kind: str,
+    question: str,
+    nodes: list[Any],
+) -> Example:
+    """A question asked on ``nodes`` that they do not answer (a probe: no answer unit), with
+    the runtime features and the question's term frequencies in the data set's KB."""
+    analysis, units, x = locator.features(question, nodes)
+    return Example(dataset, half, qid, kind, x, np.zeros(len(units), dtype=np.int8),
+                   [u.text for u in units], [], question,
+                   locator.stats.frequencies(question_terms(analysis))[0])  # fmt: skip
+
+
 def examples(name: str, *, refresh: bool = False) -> list[Example]:
     version = feature_version()
     evidence_path = CACHE / f"answer-{name}.pkl"

@@ -16,12 +16,10 @@ from __future__ import annotations
 import pickle
 import random
 
-import numpy as np
 from answer_data import DATASETS
-from answer_features import CACHE, Example, feature_locator, feature_version
+from answer_data import evidence as evidence_nodes
+from answer_features import CACHE, Example, feature_locator, feature_version, probe_example
 from common import dev_half, kb_for, load_questions, require_shared
-
-from rag_app.answer.question_features import question_terms
 
 PER_HALF = 150
 
@@ -58,20 +56,16 @@ def offtopic(name: str) -> list[Example]:
     else:
         kb = kb_for(name, require_shared(name)[name] / "docs")
         evidence = {
-            f"{src}:{it.id}": kb.engine.evidence(it.question, top_k=5) for src, it, _ in chosen
+            f"{src}:{it.id}": evidence_nodes(kb, it.question, None) for src, it, _ in chosen
         }
         kb.close()
         evidence_path.write_bytes(pickle.dumps(evidence))
-    out: list[Example] = []
     with feature_locator(name) as locator:
-        for src, it, h in chosen:
-            nodes = evidence[f"{src}:{it.id}"]
-            analysis, units, x = locator.features(it.question, nodes)
-            out.append(
-                Example(name, h, f"{src}:{it.id}#offtopic", "offtopic", x,
-                        np.zeros(len(units), dtype=np.int8), [u.text for u in units], [],
-                        it.question, locator.stats.frequencies(question_terms(analysis))[0])
-            )  # fmt: skip
+        out = [
+            probe_example(locator, name, h, f"{src}:{it.id}#offtopic", "offtopic", it.question,
+                          evidence[f"{src}:{it.id}"])
+            for src, it, h in chosen
+        ]  # fmt: skip
     out_path.write_bytes(pickle.dumps(out))
     print(f"{name}: {len(out)} off-topic probes")
     return out

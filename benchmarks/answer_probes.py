@@ -21,10 +21,10 @@ from answer_features import (
     examples,
     feature_locator,
     feature_version,
+    probe_example,
 )
 
 from rag_app.answer.locator import AnswerLocator
-from rag_app.answer.question_features import question_terms
 
 PER_HALF = 300
 # data sets whose labels mark the answer units precisely enough to cut them out
@@ -87,12 +87,9 @@ def _head_swaps(
         if not choices:
             continue
         question = e.question.replace(head, rng.choice(choices))
-        _, units, x = locator.features(question, nodes)
-        freqs = locator.stats.frequencies(question_terms(analyzer(question)))[0]
         out.append(
-            Example(e.dataset, e.half, e.qid + "#probe", "probe", x, np.zeros(len(units), dtype=np.int8),
-                    [u.text for u in units], [], question, freqs)
-        )  # fmt: skip
+            probe_example(locator, e.dataset, e.half, e.qid + "#probe", "probe", question, nodes)
+        )
         count[e.half] += 1
     return out
 

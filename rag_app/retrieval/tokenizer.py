@@ -70,6 +70,13 @@ def chinese_number(text: str) -> int | None:
     return total + current
 
 
+def leading_label(text: str) -> str | None:
+    """The canonical label a text opens with ('  第十二条 …' -> '第12条'), or None."""
+    match = _LABEL.match(text.lstrip())
+    labels = label_tokens(match.group(0)) if match else []
+    return labels[0] if labels else None
+
+
 def label_tokens(text: str) -> list[str]:
     """Canonical tokens for 第X条-style labels: '第三十三条' -> ['第33条']."""
     out = []

@@ -9,14 +9,12 @@ with it (a question asking for a list gets the lead-in and all its items); a lea
 
 from __future__ import annotations
 
-import re
-
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalysis
 from rag_app.answer.features import term_credit
 from rag_app.answer.locator import AnswerDecision, ScoredUnit
 from rag_app.answer.units import AnswerUnit
-from rag_app.retrieval.tokenizer import label_tokens
+from rag_app.retrieval.tokenizer import leading_label
 from rag_app.types import Citation
 
 MAX_SUPPORT = 2
@@ -25,7 +23,6 @@ SUPPORT_FLOOR = 0.3  # and at least this probability
 MAX_ITEMS = 12
 # answer types of a question that asks what a named article says, not for one value in it
 _CONTENT_TYPES = ("what", "definition", "other")
-_LEADING_LABEL = re.compile(r"\s*第[零〇一二两三四五六七八九十百千\d]+[编章节条款项]")
 
 
 def citation_of(scored: ScoredUnit) -> Citation:
@@ -78,12 +75,6 @@ def _items_under(decision: AnswerDecision, source: int, lead: str) -> list[Score
     )[:MAX_ITEMS]  # fmt: skip
 
 
-def _leading_label(text: str) -> str | None:
-    m = _LEADING_LABEL.match(text)
-    labels = label_tokens(m.group(0)) if m else []
-    return labels[0] if labels else None
-
-
 def _named_article(decision: AnswerDecision) -> list[ScoredUnit]:
     """For a question about what a named article says ("第十二条规定了什么"): the unit that opens
     with that label and the units after it in its node up to the next label, in order; empty
@@ -92,7 +83,7 @@ def _named_article(decision: AnswerDecision) -> list[ScoredUnit]:
     if analysis is None or not analysis.labels or analysis.answer_type not in _CONTENT_TYPES:
         return []
     opener = next(
-        (s for s in decision.units if _leading_label(s.unit.text) in analysis.labels), None
+        (s for s in decision.units if leading_label(s.unit.text) in analysis.labels), None
     )
     if opener is None:
         return []
@@ -103,7 +94,7 @@ def _named_article(decision: AnswerDecision) -> list[ScoredUnit]:
     )  # fmt: skip
     out = [opener]
     for s in same[1:]:
-        if _leading_label(s.unit.text) is not None:
+        if leading_label(s.unit.text) is not None:
             break
         out.append(s)
     return out[:MAX_ITEMS]
