@@ -134,8 +134,10 @@ class AnswerLocator:
         probs = self.model.unit_probabilities(x)
         order = np.argsort(-probs, kind="stable")
         scored = [ScoredUnit(unit=units[i], probability=round(float(probs[i]), 4)) for i in order]
+        support = self.model.support_probabilities(x)  # the gate reads the units' own words
+        texts = [u.text for u in units]
         best = self.model.answerable(
-            question_vector(analysis, x, probs, freqs, [u.text for u in units], self.specificity)
+            question_vector(analysis, x, support, freqs, texts, self.specificity)
         )
         refused = best < self.threshold
         reason = explanation = None

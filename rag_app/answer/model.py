@@ -1,9 +1,12 @@
-"""AnswerModel: two fitted logistic regressions, weights as data.
+"""AnswerModel: three fitted logistic regressions, weights as data.
 
 * the **unit model** gives every answer unit P(it answers the question) from the unit features
-  (:data:`~rag_app.answer.features.FEATURES`); the best unit leads the answer;
+  (:data:`~rag_app.answer.features.FEATURES`, each unit read under its heading path); the best
+  unit leads the answer;
+* the **support model** is the same over the unit's own words only (no heading credit): how well
+  a unit by itself supports an answer, which is what the gate reads;
 * the **gate model** gives the question P(the evidence answers it) from question-level features
-  (:data:`~rag_app.answer.question_features.QUESTION_FEATURES`: the unit model's best scores, and
+  (:data:`~rag_app.answer.question_features.QUESTION_FEATURES`: the support model's best scores, and
   whether the evidence holds the asked head, terms, entities and values). Below the preset's
   threshold the question is refused.
 
@@ -106,7 +109,12 @@ class AnswerModel(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     version: str
-    unit: LinearModel
+    unit: LinearModel = Field(description="Ranks the units: the answer leads with the best.")
+    support: LinearModel | None = Field(
+        None,
+        description="The unit model over a unit's own words (no heading credit); its best "
+        "probability is the gate's p_best. None: the unit model's.",
+    )
     gate: LinearModel | TreeModel = Field(discriminator="kind")
     thresholds: dict[str, float] = Field(
         description="Gate presets: the gate probability below which a question is refused."
@@ -115,7 +123,8 @@ class AnswerModel(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> AnswerModel:
-        unknown = [f for f in self.unit.features if f not in FEATURES]
+        units = self.unit.features + (self.support.features if self.support else [])
+        unknown = [f for f in units if f not in FEATURES]
         unknown += [f for f in self.gate.features if f not in QUESTION_FEATURES]
         if unknown:
             raise ValueError(f"answer model uses features this version does not compute: {unknown}")
@@ -135,6 +144,11 @@ class AnswerModel(BaseModel):
     def unit_probabilities(self, x: np.ndarray) -> np.ndarray:
         """One probability per unit (rows of ``x``, columns :data:`FEATURES`)."""
         return self.unit.probabilities(x, FEATURES)
+
+    def support_probabilities(self, x: np.ndarray) -> np.ndarray:
+        """P(the unit itself states the answer), from its own words: what the gate reads."""
+        model = self.support if self.support is not None else self.unit
+        return model.probabilities(x, FEATURES)
 
     def answerable(self, q: np.ndarray) -> float:
         """P(the evidence answers the question) from a :data:`QUESTION_FEATURES` vector."""

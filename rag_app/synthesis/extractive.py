@@ -9,6 +9,8 @@ with it (a question asking for a list gets the lead-in and all its items); a lea
 
 from __future__ import annotations
 
+import re
+
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalysis
 from rag_app.answer.features import term_credit
@@ -20,6 +22,7 @@ from rag_app.types import Citation
 MAX_SUPPORT = 2
 SUPPORT_SHARE = 0.5  # a supporting unit scores at least this share of the best
 SUPPORT_FLOOR = 0.3  # and at least this probability
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 MAX_ITEMS = 12
 # answer types of a question that asks what a named article says, not for one value in it
 _CONTENT_TYPES = ("what", "definition", "other")
@@ -100,6 +103,19 @@ def _named_article(decision: AnswerDecision) -> list[ScoredUnit]:
     return out[:MAX_ITEMS]
 
 
+def _other_row(best: ScoredUnit, s: ScoredUnit, decision: AnswerDecision) -> bool:
+    """A row of the best row's table lacking a question word or value that the best row's
+    cells hold is another row's answer (普通员工 beside 部门负责人), not support."""
+    a, b = best.unit, s.unit
+    if a.kind != "row" or b.kind != "row" or a.source != b.source or a.header != b.header:
+        return False
+    analysis = decision.analysis
+    assert analysis is not None
+    keys = [*analysis.terms, *analysis.entities]
+    keys += [n for c in analysis.constraints for n in _NUMBER.findall(c)]
+    return any(any(k in c for c in a.cells) and not any(k in c for c in b.cells) for k in keys if k)
+
+
 def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citation]]:
     """Answer text with ``[n]`` markers and the cited units, best first."""
     if not decision.units or decision.analysis is None:
@@ -142,7 +158,7 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
             break
         if s in cited or s.probability < SUPPORT_FLOOR:
             continue
-        if any(s.unit.text == c.unit.text for c in cited):
+        if any(s.unit.text == c.unit.text for c in cited) or _other_row(best, s, decision):
             continue
         lines.append(f"{s.unit.text} [{s.unit.source}]")
         cited.append(s)

@@ -143,3 +143,35 @@ def test_a_specific_missing_word_weighs_more_than_an_everyday_one() -> None:
     assert has_all == 0.0
     assert lacks_rare == pytest.approx(spec("禁药"))
     assert lacks_rare > lacks_everyday > 0.0
+
+
+def test_a_unit_is_read_under_its_heading() -> None:
+    """The title names the subject of a sentence that refers to it by a pronoun: the titled
+    features credit it, the unit's own features do not."""
+    node = NodeWithScore(
+        node=TextNode(
+            text="乍都节公园位于曼谷。它的面积约为0.304平方公里。",
+            metadata={"title_path": "乍都节公园"},
+        )
+    )
+    analysis = ANALYZER("乍都节公园的面积有多大？")
+    units = evidence_units([node])
+    weights = dict.fromkeys(analysis.terms, 1.0)
+    x = FeatureExtractor(ANALYZER.lexicon).matrix(analysis, weights, units, [node])
+    assert [u.text for u in units][1] == "它的面积约为0.304平方公里。"
+    assert col(x, "cov_titled")[1] > col(x, "cov_unit")[1]
+    assert col(x, "cov_titled")[1] == pytest.approx(1.0)
+    assert col(x, "bigram_titled")[1] > col(x, "bigram_unit")[1]
+    # without a heading the titled features are the unit's own
+    _, y = features("乍都节公园的面积有多大？", ["它的面积约为0.304平方公里。"])
+    assert col(y, "cov_titled")[0] == pytest.approx(col(y, "cov_unit")[0])
+
+
+def test_the_head_labels_a_value() -> None:
+    texts, x = features(
+        "患者的体温是多少？", ["体温：37.8℃。体温持续升高，伴有头痛。等待期为180日。"]
+    )
+    assert texts[0] == "体温：37.8℃。"
+    assert col(x, "head_bound").tolist() == [1.0, 0.0, 0.0]
+    _, y = features("等待期是多少天？", ["等待期为180日。"])
+    assert col(y, "head_bound")[0] == 1.0

@@ -33,10 +33,11 @@ def _at_mean(names: list[str], mean: list[float], columns: tuple[str, ...]) -> n
 def test_unit_probabilities_follow_the_coefficients() -> None:
     model = AnswerModel.load()
     x = np.repeat(_at_mean(model.unit.features, model.unit.mean, FEATURES), 2, axis=0)
-    x[1, FEATURES.index("bigram_unit")] += 0.5
+    name = next(f for f, c in zip(model.unit.features, model.unit.coef, strict=True) if c)
+    x[1, FEATURES.index(name)] += 0.5
     p = model.unit_probabilities(x)
     assert p.shape == (2,) and np.all((p > 0) & (p < 1))
-    sign = np.sign(model.unit.coef[model.unit.features.index("bigram_unit")])
+    sign = np.sign(model.unit.coef[model.unit.features.index(name)])
     assert np.sign(p[1] - p[0]) == sign
     assert model.unit_probabilities(np.zeros((0, len(FEATURES)))).shape == (0,)
 
@@ -75,3 +76,24 @@ def test_a_model_file_that_does_not_fit_the_code_is_refused(tmp_path: Path) -> N
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ValueError, match="presets"):
         AnswerModel.load(path)
+
+
+def test_the_gate_reads_the_support_model_over_the_units_own_words(tmp_path: Path) -> None:
+    """The unit model ranks units read under their headings; the gate's support model must not
+    credit a heading's words to the unit. A model file without a support model (an older one)
+    still loads, and then the gate reads the unit model."""
+    model = AnswerModel.load()
+    assert model.support is not None
+    assert not [f for f in model.support.features if f.endswith("_titled")]
+    assert [f for f in model.unit.features if f.endswith("_titled")]
+    x = np.repeat(_at_mean(model.unit.features, model.unit.mean, FEATURES), 2, axis=0)
+    x[1, FEATURES.index("cov_titled")] += 0.5  # only the heading's words differ
+    s = model.support_probabilities(x)
+    assert s[0] == pytest.approx(s[1])
+    data = json.loads(DEFAULT_MODEL.read_text(encoding="utf-8"))
+    del data["support"]
+    path = tmp_path / "older.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    older = AnswerModel.load(path)
+    assert older.support is None
+    assert np.allclose(older.support_probabilities(x), older.unit_probabilities(x))

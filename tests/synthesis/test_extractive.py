@@ -109,3 +109,16 @@ def test_a_value_question_naming_an_article_still_leads_with_the_value() -> None
     d = decision("第十二条规定一天内被锁定几次以上要排查？", ARTICLES, [0.1, 0.3, 0.9, 0.2])
     first = compose(d, ANALYZER.lexicon)[0].splitlines()[0]
     assert first.startswith("同一账号一天内被锁定3次以上的")
+
+
+def test_a_row_for_another_subject_is_not_support() -> None:
+    """The row of the asked age leads; the other age's row, scored close behind, is another
+    answer, not support. A row holding the same asked words may still support."""
+    d = decision("30岁女性每年交多少保费？", TABLE, [0.9, 0.8])
+    text, cited = compose(d, ANALYZER.lexicon)
+    assert "投保年龄：45" not in text
+    assert [c.text.split("，")[0] for c in cited] == ["投保年龄：30"]
+    both = "| 职级 | 火车 |\n|---|---|\n| 部门负责人 | 一等座 |\n| 部门负责人（代） | 一等座 |\n"
+    d = decision("部门负责人乘坐火车是什么标准？", both, [0.9, 0.8])
+    _, cited = compose(d, ANALYZER.lexicon)
+    assert len(cited) == 2
