@@ -88,7 +88,10 @@ class Worker:
         self.lease_seconds = lease_seconds
         self.poll_seconds = poll_seconds
         self.on_job = on_job
-        self.stop_event = threading.Event()
+        # a plain flag, not a threading.Event: stop() runs in a SIGTERM handler, and Event.set()
+        # takes a lock that the interrupted thread may hold (a second SIGTERM landing inside the
+        # first handler's Event.set() deadlocked the worker for good)
+        self.stopping = False
         self.wakeup = Wakeup()
         self.processed = 0
 
@@ -158,7 +161,7 @@ class Worker:
     def run(self, *, until_idle: bool = False, max_jobs: int | None = None) -> int:
         """Loop until stopped (or the queue is empty with ``until_idle``). Returns jobs done."""
         done = 0
-        while not self.stop_event.is_set():
+        while not self.stopping:
             try:
                 job = self.run_once()
             except Exception:  # database hiccup: wait and retry
@@ -179,7 +182,8 @@ class Worker:
         self.wakeup.set()
 
     def stop(self) -> None:
-        self.stop_event.set()
+        """Stop after the current job (signal-handler safe: no lock)."""
+        self.stopping = True
         self.wakeup.set()
 
 
