@@ -68,6 +68,7 @@ TITLED: frozenset[str] = frozenset(f for f in FEATURES if f.endswith("_titled"))
 
 _BIGRAM_CHARS = re.compile(r"[\u4e00-\u9fff0-9a-z]")
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
+_LEADING_ZEROS = re.compile(r"^0+(?=\d)")
 _CLAUSE = re.compile(r"[，。；：、,;:！？!?（）()\s]+")
 MAX_SEGMENTS = 6  # clauses (or column names) per unit compared with the asked phrase
 DENSE_UNITS = 8  # units embedded per question (the best by lexical coverage)
@@ -130,14 +131,19 @@ def _share(items: Sequence[str], text: str) -> float:
     return sum(1.0 for x in items if x in text) / len(items) if items else 1.0
 
 
+def _number(digits: str) -> str:
+    """A number as written, without leading zeros: 7月 meets 2021-07-01."""
+    return _LEADING_ZEROS.sub("", digits)
+
+
 def _numbers_in(items: Sequence[str], text: str) -> float:
     """Share of the question's values whose number occurs in ``text`` (units may differ)."""
     if not items:
         return 1.0
-    found = set(_DIGITS.findall(text))
+    found = {_number(n) for n in _DIGITS.findall(text)}
     hits = 0.0
     for item in items:
-        nums = _DIGITS.findall(item)
+        nums = [_number(n) for n in _DIGITS.findall(item)]
         hits += 1.0 if nums and all(n in found for n in nums) else 0.0
     return hits / len(items)
 

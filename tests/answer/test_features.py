@@ -71,6 +71,12 @@ def test_constraint_values_must_match() -> None:
     assert col(x, "constraint_unit").tolist() == [0.0, 1.0]
     assert col(x, "is_row").tolist() == [1.0, 1.0]
     assert col(x, "column")[0] > 0  # the column 保费 is asked
+    # a month as the question writes it (7月) meets a zero-padded date (2021-07-01)
+    _, y = features(
+        "2021年7月成交了多少套？",
+        ["| 月份 | 成交套数 |\n|---|---|\n| 2021-08-01 | 62 |\n| 2021-07-01 | 40 |"],
+    )
+    assert col(y, "constraint_unit").tolist() == [0.5, 1.0]
 
 
 def test_entities_in_the_unit_and_in_its_node() -> None:
