@@ -159,7 +159,8 @@ def gate_scores(fitted: Fitted, rows: list[Example]) -> np.ndarray:
 
 
 def fit(rows: list[Example]) -> Fitted:
-    """Unit model on the answer units; gate model on the questions (answerable with an answer
+    """Unit model (the ranker) on the answer units of RANK_DATASETS; support model (the gate's
+    p_best) on those of UNIT_DATASETS; gate model on the questions (answerable with an answer
     unit in the evidence vs unanswerable and near misses), each domain and kind of question
     (answerable, unanswerable, near miss) weighing the same in total; thresholds per preset."""
     answerable = [e for e in rows if e.kind == "answerable"]
