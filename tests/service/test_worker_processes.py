@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,7 +30,15 @@ def _stop(proc: subprocess.Popen[str]) -> str:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    return proc.stdout.read() if proc.stdout else ""
+    if proc.stdout is None:
+        return ""
+    # read in a thread: a child left running (a worker that outlived the server) holds the
+    # pipe open, and a plain read() would then wait for ever instead of failing the test
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout=60)
+    return out[0] if out else "<server output still held open by a leftover child process>"
 
 
 def _wait_status(url: str, doc_id: str, headers: dict[str, str], final: set[str]) -> dict:  # type: ignore[type-arg]
