@@ -9,11 +9,9 @@ with it (a question asking for a list gets the lead-in and all its items); a lea
 
 from __future__ import annotations
 
-import re
-
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalysis
-from rag_app.answer.features import term_credit
+from rag_app.answer.features import DIGITS, term_credit
 from rag_app.answer.locator import AnswerDecision, ScoredUnit
 from rag_app.answer.units import AnswerUnit
 from rag_app.retrieval.tokenizer import leading_label
@@ -22,7 +20,6 @@ from rag_app.types import Citation
 MAX_SUPPORT = 2
 SUPPORT_SHARE = 0.5  # a supporting unit scores at least this share of the best
 SUPPORT_FLOOR = 0.3  # and at least this probability
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 MAX_ITEMS = 12
 # answer types of a question that asks what a named article says, not for one value in it
 _CONTENT_TYPES = ("what", "definition", "other")
@@ -112,7 +109,7 @@ def _other_row(best: ScoredUnit, s: ScoredUnit, decision: AnswerDecision) -> boo
     analysis = decision.analysis
     assert analysis is not None
     keys = [*analysis.terms, *analysis.entities]
-    keys += [n for c in analysis.constraints for n in _NUMBER.findall(c)]
+    keys += [n for c in analysis.constraints for n in DIGITS.findall(c)]
     return any(any(k in c for c in a.cells) and not any(k in c for c in b.cells) for k in keys if k)
 
 
