@@ -34,6 +34,7 @@ _NOUN_PASSES = (_NOUN_FLAGS, ("vn", "an"))
 _INTERROGATIVES = ("多", "几", "什么", "哪", "何", "谁", "怎")
 # a verb jieba glues to the word before the question word (等待|期有|多长): not part of the head
 _VERBS_BEFORE_CUE = ("有", "是")
+_COPULAS = ("是", "为")
 
 
 class QuestionAnalysis(BaseModel):
@@ -158,10 +159,25 @@ class QuestionAnalyzer:
         out: list[str] = []
         for m in _QUOTED.finditer(question):
             out.append(next(g for g in m.groups() if g))
-        out.extend(m.group(0) for m in _LATIN.finditer(question))
+        latin = list(_LATIN.finditer(question))
+        # a question asked in English: its names are its capitalised words (Xinghe Cloud), not
+        # every word; in a Chinese question a Latin word is a name or a code (Redis, GPU)
+        english = sum(len(m.group(0)) for m in latin) > len(question) / 2
+        for m in latin:
+            word = m.group(0)
+            if self.lexicon.is_function_word(word.lower()):
+                continue
+            if english and not (
+                (word[0].isupper() and m.start() > 0)
+                or any(c.isupper() or c.isdigit() for c in word[1:])
+            ):
+                continue
+            out.append(word)
         for word, flag in words:
             if word[:1] in self.lexicon.conjunctions:  # "A和云翼" cut as A / 和云翼
                 word = word[1:]
+            if _LATIN.fullmatch(word):
+                continue  # read above
             if (
                 len(word) >= 2
                 and flag.startswith(_ENTITY_FLAGS)
@@ -265,6 +281,7 @@ class QuestionAnalyzer:
             return cue_word[2], cue_word[2]
         for flags in _NOUN_PASSES:
             for chunk in chunks:
+                whole = chunk
                 # a trailing verb or vague noun is not the asked thing (售价|达到, 销量|数据)
                 while chunk and (
                     spans[chunk[-1]][3].startswith(("v", "a", "d"))
@@ -272,6 +289,15 @@ class QuestionAnalyzer:
                     or lex.is_vague(spans[chunk[-1]][2])
                 ):
                     chunk = chunk[:-1]
+                if (
+                    chunk
+                    and len(spans[chunk[-1]][2]) == 1
+                    and _copula_subject(spans, whole)
+                    and not lex.is_vague(spans[whole[-1]][2])
+                ):
+                    # a one-char head is a piece (年|交|保费/v是多少): the subject of a copula
+                    # is nominal, whatever jieba's tag
+                    return spans[whole[-1]][2], "".join(spans[i][2] for i in whole)
                 suffixed = len(chunk) > 1 and len(spans[chunk[-1]][2]) == 1  # 等待|期
                 if chunk and (suffixed or any(noun(i, flags) for i in chunk)):
                     last = chunk[-1]
@@ -345,6 +371,12 @@ class QuestionAnalyzer:
         if any(noun(i, f) for i in run for f in _NOUN_PASSES):
             return None
         return text
+
+
+def _copula_subject(spans: list[tuple[int, int, str, str]], run: list[int]) -> bool:
+    """The run's last word has two or more characters and a copula (是, 为) follows it."""
+    last = run[-1]
+    return len(spans[last][2]) >= 2 and last + 1 < len(spans) and spans[last + 1][2] in _COPULAS
 
 
 def _blank_cues(question: str, cues: list[tuple[int, int, str, str]]) -> str:

@@ -128,6 +128,21 @@ def test_a_noun_opening_the_question_word_after_de_is_the_head(
     assert analyzer("会议的日期是哪天？").head == "日期"
 
 
+def test_a_one_char_piece_before_a_copula_is_not_the_head(analyzer: QuestionAnalyzer) -> None:
+    """年|交|保费/v是多少: jieba tags 保费 a verb; the subject of 是 is what is asked, not 交."""
+    assert analyzer("三十岁男性每年的年交保费是多少？").head == "保费"
+    # a verb that governs the question word is still not the head
+    assert analyzer("这款手机的售价达到了多少？").head == "售价"
+
+
+def test_an_english_question_names_its_capitalised_words(analyzer: QuestionAnalyzer) -> None:
+    """Not every word of an English question is an entity; a Latin word inside a Chinese
+    question is (a name or a code)."""
+    a = analyzer("Where is the coffee machine at Acme Labs?")
+    assert set(a.entities) == {"Acme", "Labs"}
+    assert "Redis" in analyzer("部署指南里 Redis 需要什么版本？").entities
+
+
 def test_a_light_verb_hands_the_head_to_its_object(analyzer: QuestionAnalyzer) -> None:
     assert analyzer("公司在哪一年开展了员工培训？").head == "培训"
     assert analyzer("两家公司分别在哪一年进行了资产重组？").asked == "资产重组"
