@@ -43,6 +43,16 @@ def test_refusals_say_why_and_return_the_closest_sources(sample_kb) -> None:  # 
         assert not answer.citations
 
 
+def test_a_how_question_is_refused_off_topic_and_answered_on_topic(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    """A question that names no head and no entity ("怎样才能…") is decided by how well the
+    evidence supports it: nothing in IT, travel and insurance policies speaks to succulents."""
+    off = sample_kb.ask("怎样才能让多肉植物长得更胖？")
+    assert off.refused and off.sources and not off.citations
+    for question in ("出差回来怎么报销？", "电脑中了病毒怎么办？", "忘记密码了怎么办？"):
+        answer = sample_kb.ask(question)
+        assert not answer.refused, (question, answer.reason, answer.explanation)
+
+
 def test_out_of_scope_gold_document_makes_a_near_miss(sample_kb) -> None:  # type: ignore[no-untyped-def]
     question = "出差到一类城市，住宿费每晚最多能报销多少元？"
     gold = [d.doc_id for d in sample_kb.documents() if "差旅" in d.source]

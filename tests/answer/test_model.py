@@ -97,3 +97,24 @@ def test_the_gate_reads_the_support_model_over_the_units_own_words(tmp_path: Pat
     older = AnswerModel.load(path)
     assert older.support is None
     assert np.allclose(older.support_probabilities(x), older.unit_probabilities(x))
+
+
+def test_support_shortfall_speaks_only_for_questions_without_head_or_entity() -> None:
+    """For "怎样才能…" (no head, no entity) the support is all the gate has: weak support below
+    the floor counts against the question; a question with a head is left to the head."""
+    from rag_app.analysis import QuestionAnalyzer
+    from rag_app.answer.question_features import SUPPORT_FLOOR, question_vector
+
+    analyzer = QuestionAnalyzer()
+    x = np.zeros((2, len(FEATURES)))
+    col = QUESTION_FEATURES.index("support_shortfall")
+
+    def shortfall(question: str, p_best: float) -> float:
+        probs = np.array([p_best, p_best / 2])
+        vec = question_vector(analyzer(question), x, probs, {}, ["甲", "乙"], lambda w: 0.5)
+        return float(vec[col])
+
+    weak = 1 / (1 + np.exp(-(SUPPORT_FLOOR - 1.0)))  # one log-odds unit below the floor
+    assert shortfall("怎样才能睡得更好？", weak) == pytest.approx(-1.0)
+    assert shortfall("怎样才能睡得更好？", 0.6) == 0.0
+    assert shortfall("年假有多少天？", weak) == 0.0  # a head: head_gap and the rest decide
