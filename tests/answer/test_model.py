@@ -99,9 +99,9 @@ def test_the_gate_reads_the_support_model_over_the_units_own_words(tmp_path: Pat
     assert np.allclose(older.support_probabilities(x), older.unit_probabilities(x))
 
 
-def test_support_shortfall_speaks_only_for_questions_without_head_or_entity() -> None:
-    """For "怎样才能…" (no head, no entity) the support is all the gate has: weak support below
-    the floor counts against the question; a question with a head is left to the head."""
+def test_support_shortfall_counts_only_weak_support() -> None:
+    """Below the floor, weak support counts against the question (a hinge over the best support's
+    log-odds); above it the shortfall is 0, whatever the question names."""
     from rag_app.analysis import QuestionAnalyzer
     from rag_app.answer.question_features import SUPPORT_FLOOR, question_vector
 
@@ -116,5 +116,6 @@ def test_support_shortfall_speaks_only_for_questions_without_head_or_entity() ->
 
     weak = 1 / (1 + np.exp(-(SUPPORT_FLOOR - 1.0)))  # one log-odds unit below the floor
     assert shortfall("怎样才能睡得更好？", weak) == pytest.approx(-1.0)
+    assert shortfall("年假有多少天？", weak) == pytest.approx(-1.0)
     assert shortfall("怎样才能睡得更好？", 0.6) == 0.0
-    assert shortfall("年假有多少天？", weak) == 0.0  # a head: head_gap and the rest decide
+    assert shortfall("年假有多少天？", 0.2) == 0.0
