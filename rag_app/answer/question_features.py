@@ -124,6 +124,7 @@ def question_vector(
     vacuous = not (analysis.head and len(analysis.head) >= 2) and not analysis.entities
     order = np.argsort(-probs, kind="stable")
     top3 = order[:3]
+    p_logit = _logit(float(probs[order[0]]))
     return np.asarray(
         [
             float(probs[order[0]]),
@@ -162,9 +163,9 @@ def question_vector(
             unseen_share,
             float(f["asked_sim"].max()),
             specific_missing(analysis, evidence, specificity),
-            _logit(float(probs[order[0]])),
+            p_logit,
             1.0 if vacuous else 0.0,
             0.0 if analysis.phrase else 1.0,
-            min(0.0, _logit(float(probs[order[0]])) - SUPPORT_FLOOR),
+            min(0.0, p_logit - SUPPORT_FLOOR),
         ]
     )

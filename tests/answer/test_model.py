@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_app.analysis import QuestionAnalyzer
 from rag_app.answer.features import FEATURES
 from rag_app.answer.model import DEFAULT_MODEL, AnswerModel
-from rag_app.answer.question_features import QUESTION_FEATURES
+from rag_app.answer.question_features import QUESTION_FEATURES, SUPPORT_FLOOR, question_vector
 
 
 def test_the_bundled_model_loads_with_ordered_presets() -> None:
@@ -102,9 +103,6 @@ def test_the_gate_reads_the_support_model_over_the_units_own_words(tmp_path: Pat
 def test_support_shortfall_counts_only_weak_support() -> None:
     """Below the floor, weak support counts against the question (a hinge over the best support's
     log-odds); above it the shortfall is 0, whatever the question names."""
-    from rag_app.analysis import QuestionAnalyzer
-    from rag_app.answer.question_features import SUPPORT_FLOOR, question_vector
-
     analyzer = QuestionAnalyzer()
     x = np.zeros((2, len(FEATURES)))
     col = QUESTION_FEATURES.index("support_shortfall")
