@@ -56,7 +56,7 @@ QUESTION_FEATURES: tuple[str, ...] = (
     "p_best_logit",  # p_best as log-odds: a linear gate then combines it like evidence
     "no_head_entity",  # the question names no asked head and no entity (head_with_entity is vacuous)
     "no_phrase",  # the question has no asked phrase (phrase_term_missing is vacuous)
-    "support_shortfall",  # how far p_best_logit falls below SUPPORT_FLOOR (0 above it)
+    "support_shortfall",  # how far p_best_logit falls below SUPPORT_LOGIT_FLOOR (0 above it)
 )
 # Log-odds of the best support below which a question reads as off its evidence's topic
 # ("红烧肉怎么做才能肥而不腻" of a KB of IT policies): a hinge, so that very weak support counts
@@ -65,7 +65,7 @@ QUESTION_FEATURES: tuple[str, ...] = (
 # Chosen among -1.5, -2.0, -2.25 and -2.5 on the dev sets' leave-one-domain-out figures, first
 # for questions without a head or entity (the one that kept every false-refusal cell within 0.2
 # points; off-topic questions have a median near -2.4), then kept for all questions.
-SUPPORT_FLOOR = -2.5
+SUPPORT_LOGIT_FLOOR = -2.5
 
 
 def question_terms(analysis: QuestionAnalysis) -> list[str]:
@@ -121,13 +121,14 @@ def question_vector(
     unseen = sum(1 for t in analysis.terms if frequencies.get(t, 0) == 0)
     unseen_share = unseen / len(analysis.terms) if analysis.terms else 0.0
     f = {name: x[:, i] for i, name in enumerate(FEATURES)}
-    vacuous = not (analysis.head and len(analysis.head) >= 2) and not analysis.entities
+    asks_head = bool(analysis.head and len(analysis.head) >= 2)
     order = np.argsort(-probs, kind="stable")
     top3 = order[:3]
-    p_logit = _logit(float(probs[order[0]]))
+    p_best = float(probs[order[0]])
+    p_logit = _logit(p_best)
     return np.asarray(
         [
-            float(probs[order[0]]),
+            p_best,
             float(probs[top3].mean()),
             float(f["head_unit"].max()),
             float(f["head_ctx"].max()),
@@ -156,16 +157,14 @@ def question_vector(
             _rarest_missing(analysis.phrase, frequencies, evidence),
             _rarest_missing(analysis.focus, frequencies, evidence),
             (1.0 - float(f["constraint_unit"].max())) if analysis.constraints else 0.0,
-            (1.0 - float(np.minimum(f["head_ctx"], f["entity_ctx"]).max()))
-            if analysis.head and len(analysis.head) >= 2
-            else 0.0,
+            (1.0 - float(np.minimum(f["head_ctx"], f["entity_ctx"]).max())) if asks_head else 0.0,
             head_unseen,
             unseen_share,
             float(f["asked_sim"].max()),
             specific_missing(analysis, evidence, specificity),
             p_logit,
-            1.0 if vacuous else 0.0,
+            0.0 if asks_head or analysis.entities else 1.0,
             0.0 if analysis.phrase else 1.0,
-            min(0.0, p_logit - SUPPORT_FLOOR),
+            min(0.0, p_logit - SUPPORT_LOGIT_FLOOR),
         ]
     )

@@ -11,7 +11,7 @@ import pytest
 from rag_app.analysis import QuestionAnalyzer
 from rag_app.answer.features import FEATURES
 from rag_app.answer.model import DEFAULT_MODEL, AnswerModel
-from rag_app.answer.question_features import QUESTION_FEATURES, SUPPORT_FLOOR, question_vector
+from rag_app.answer.question_features import QUESTION_FEATURES, SUPPORT_LOGIT_FLOOR, question_vector
 
 
 def test_the_bundled_model_loads_with_ordered_presets() -> None:
@@ -112,7 +112,7 @@ def test_support_shortfall_counts_only_weak_support() -> None:
         vec = question_vector(analyzer(question), x, probs, {}, ["甲", "乙"], lambda w: 0.5)
         return float(vec[col])
 
-    weak = 1 / (1 + np.exp(-(SUPPORT_FLOOR - 1.0)))  # one log-odds unit below the floor
+    weak = 1 / (1 + np.exp(-(SUPPORT_LOGIT_FLOOR - 1.0)))  # one log-odds unit below the floor
     assert shortfall("怎样才能睡得更好？", weak) == pytest.approx(-1.0)
     assert shortfall("年假有多少天？", weak) == pytest.approx(-1.0)
     assert shortfall("怎样才能睡得更好？", 0.6) == 0.0
