@@ -85,6 +85,7 @@ GATE_KIND = os.environ.get("GATE_KIND", "signed")  # signed (logistic) | trees (
 GATE_SIGNS = {
     "p_best_logit": 1, "specific_missing": -1, "head_with_entity": 1, "phrase_term_missing": -1,
     "head_gap": -1, "no_head_entity": 0, "no_phrase": 0, "support_shortfall": 1,
+    "constraint_rival": -1,
 }  # fmt: skip
 # no_head_entity / no_phrase (free sign) mark the questions for which head_with_entity and
 # phrase_term_missing say nothing (their vacuous 1 and 0): the gate learns its own offset for
@@ -94,6 +95,14 @@ GATE_SIGNS = {
 # floor, 0 above it) lets very weak support weigh more than the linear p_best_logit: for those
 # questions only, off-topic refused on cmrc's KB 51.3 -> 68.0 % (LODO); for all questions, 84.7 %
 # and cmrc's near misses 47.5 -> 56.1 %, every false-refusal cell within 0.2 points.
+# constraint_rival: the question states a value (2021年10月, 63岁; bounds such as 超过7亿 aside),
+# no passage holds one, and the best supported unit holds another value of that form (2021年09月):
+# a table of another month is a near miss. LODO, retqa's near misses refused 34.6 -> 52.3 %, its
+# false refusals 8.8 -> 9.8 % (rows of other months where retrieval missed the asked one);
+# dragonball's false refusals 3.5 -> 4.3 %, laws' 4.4 -> 4.6 % (the other weights shift).
+# "No passage holds a stated value" alone (constraint_absent) did about as well on the dev sets
+# (retqa near 49.5 %, dragonball near 38.8 -> 34.8 %) but refused questions that date an undated
+# policy ("2025年住宿费每晚最多报销多少元？"); the rival reads only passages that are dated.
 GATE_TREES = {"max_iter": 100, "max_depth": 3, "learning_rate": 0.1, "min_samples_leaf": 50,
               "l2_regularization": 1.0}  # fmt: skip
 # Near misses that are not reliably unanswerable: a lay legal question asked without its gold

@@ -58,6 +58,15 @@ class Lexicon(BaseModel):
         description="Verbs whose object is the action itself (进行, 开展): in '哪一年进行了资产收购' "
         "the asked thing is the object (资产收购).",
     )
+    comparatives: list[str] = Field(
+        default_factory=list,
+        description="Words that make a stated value a bound, before or after it (超过7亿, "
+        "5000元以上, 介于…之间): the answer need not state that value.",
+    )
+    range_marks: list[str] = Field(
+        default_factory=list,
+        description="Marks between the two ends of a range (20000至30000元, 10-20天).",
+    )
     char_variants: list[list[str]] = Field(default_factory=list)
     _values: dict[str, re.Pattern[str]] = PrivateAttr(default_factory=dict)
     _cue_index: list[tuple[str, str]] = PrivateAttr(default_factory=list)

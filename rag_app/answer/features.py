@@ -63,11 +63,21 @@ FEATURES: tuple[str, ...] = (
     "focus_titled",
     "entity_titled",
     "head_bound",  # the asked head labels a value in the unit ("体温：36.8°C", "等待期为180日")
+    # 1 when the evidence (with its heading paths) holds at least one of the values the question
+    # states (2021年10月 read as one date; bounds such as 超过7亿 aside), or it states none; 0
+    # when it holds none of them. The same for every unit
+    "constraint_any",
+    # the unit holds a value of the form of a stated value (2021年09月 for 2021年10月) and the
+    # evidence none of the stated values: the unit is about another period, age or amount
+    "constraint_rival",
 )
 TITLED: frozenset[str] = frozenset(f for f in FEATURES if f.endswith("_titled"))
 
 _BIGRAM_CHARS = re.compile(r"[\u4e00-\u9fff0-9a-z]")
 DIGITS = re.compile(r"\d+(?:\.\d+)?")  # a number as written (2021, 0.5)
+_YEAR_MONTH = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月")
+_ANY_YEAR_MONTH = re.compile(r"\d{4}\s*年\s*\d{1,2}\s*月|(?<!\d)\d{4}[-/.]\d{1,2}(?!\d)")
+_ANY_YEAR = re.compile(r"(?<!\d)\d{4}\s*年|(?<!\d)\d{4}[-/.]\d{1,2}(?!\d)")
 _LEADING_ZEROS = re.compile(r"^0+(?=\d)")
 _CLAUSE = re.compile(r"[，。；：、,;:！？!?（）()\s]+")
 MAX_SEGMENTS = 6  # clauses (or column names) per unit compared with the asked phrase
@@ -144,6 +154,70 @@ def _numbers_in(items: Sequence[str], text: str) -> float:
     return hits / len(items)
 
 
+def stated_values(analysis: QuestionAnalysis) -> list[str]:
+    """The values the question states as written, a year with its month as one (2021年10月),
+    bounds aside (超过7亿, 20000至30000元: the answer need not state them)."""
+    question = analysis.text
+    dates = list(_YEAR_MONTH.finditer(question))
+    values = [
+        c
+        for c in analysis.constraints
+        if c not in analysis.bounds
+        and not any(m.start() <= question.find(c) < m.end() for m in dates)
+    ]
+    return [*(m.group(0) for m in dates), *values]
+
+
+def _any_value_in(analysis: QuestionAnalysis, text: str) -> float:
+    """1 when ``text`` holds one of the question's :func:`stated_values`, or it states none;
+    else 0. A year with its month is found as written or as 2021-10 (2021-10-01)."""
+    values = stated_values(analysis)
+    if not values:
+        return 1.0
+    for value in values:
+        date = _YEAR_MONTH.fullmatch(value)
+        if date is None:
+            if _numbers_in([value], text) == 1.0:
+                return 1.0
+            continue
+        year, month = date.group(1), int(date.group(2))
+        if re.search(rf"{year}\s*(?:年\s*0?{month}\s*月|[-/.]0?{month}(?!\d))", text):
+            return 1.0
+    return 0.0
+
+
+def value_form(value: str) -> re.Pattern[str] | None:
+    """A pattern of the values written in the same form as ``value`` (a stated value): any year
+    and month for 2021年10月, any year for 2021年, any number of the same unit for 63岁 or 5000元;
+    None for a bare number (it has no form to tell)."""
+    if _YEAR_MONTH.fullmatch(value):
+        return _ANY_YEAR_MONTH
+    if re.fullmatch(r"\d{4}\s*年", value):
+        return _ANY_YEAR
+    unit = DIGITS.sub("", value).strip()
+    if not unit:
+        return None
+    return re.compile(rf"(?<![\d.])\d+(?:\.\d+)?\s*{re.escape(unit)}")
+
+
+def rival_value(
+    analysis: QuestionAnalysis, text: str, normalize: Callable[[str], str] = str.lower
+) -> str | None:
+    """A value in ``text`` of the form of a stated value of the question ("2021年09月" for
+    2021年10月, "60岁" for 63岁), when ``text`` holds none of the stated values: the passage
+    is about another period, age or amount. None otherwise. ``normalize``: how ``text`` was
+    normalised (the stated values' units are read the same way: 天 and 日 alike)."""
+    values = stated_values(analysis)
+    if not values or _any_value_in(analysis, text) == 1.0:
+        return None
+    for value in values:
+        form = value_form(normalize(value))
+        m = form.search(text) if form is not None else None
+        if m is not None:
+            return m.group(0)
+    return None
+
+
 class FeatureExtractor:
     """Computes the feature matrix of the units of one question's evidence.
 
@@ -185,6 +259,7 @@ class FeatureExtractor:
         everything = "\n".join(ctx_texts)
         missing_all = [t for t in w if term_credit(t, everything) < 1.0]
         miss_all = max((w[t] for t in missing_all), default=0.0) / wmax
+        constraint_any = _any_value_in(analysis, everything)
         node_stats = []
         for ctx, path in zip(ctx_texts, paths, strict=True):
             missing = [t for t in w if term_credit(t, ctx) < 1.0]
@@ -207,6 +282,10 @@ class FeatureExtractor:
         q_chars = set(analysis.text)
         rows = []
         texts = [_norm(lex, u.scoring_text) for u in units]
+
+        def norm(value: str) -> str:
+            return _norm(lex, value)
+
         for u, text in zip(units, texts, strict=True):
             (
                 cov_ctx,
@@ -266,6 +345,8 @@ class FeatureExtractor:
                     weighted_coverage(fw, text, title) if fw else 1.0,
                     weighted_coverage(ew, text, title) if ew else 1.0,
                     1.0 if bound is not None and bound.search(text) else 0.0,
+                    constraint_any,
+                    0.0 if constraint_any else float(rival_value(analysis, text, norm) is not None),
                 ]
             )
         x = np.asarray(rows, dtype=np.float64).reshape(len(units), len(FEATURES))

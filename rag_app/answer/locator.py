@@ -20,7 +20,13 @@ from pydantic import BaseModel, Field
 
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.analysis.specificity import WordSpecificity
-from rag_app.answer.features import FEATURES, FeatureExtractor, term_credit
+from rag_app.answer.features import (
+    FEATURES,
+    FeatureExtractor,
+    rival_value,
+    stated_values,
+    term_credit,
+)
 from rag_app.answer.model import AnswerModel
 from rag_app.answer.question_features import question_terms, question_vector
 from rag_app.answer.units import AnswerUnit, evidence_units
@@ -49,7 +55,7 @@ class AnswerDecision(BaseModel):
     refused: bool
     reason: str | None = Field(
         None,
-        description="Machine code: no_evidence, entity_missing, "
+        description="Machine code: no_evidence, entity_missing, constraint_missing, "
         "term_missing, head_missing, value_missing, weak_evidence.",
     )
     explanation: str | None = Field(None, description="The reason in words a user can act on.")
@@ -165,6 +171,12 @@ class AnswerLocator:
         for entity in analysis.entities:
             if lex.normalize(entity.lower()) not in everything:
                 return "entity_missing", f"检索到的资料中没有提到“{entity}”。"
+        f = dict(zip(FEATURES, x, strict=True))
+        if f["constraint_any"] == 0:
+            values = "、".join(f"“{v}”" for v in stated_values(analysis))
+            rival = rival_value(analysis, top.unit.text)
+            found = f"“{rival}”" if rival else f"“{_short(top.unit)}”等相关内容"
+            return "constraint_missing", f"只找到了{found}的资料，没有{values}的。"
         missing = [
             t for t in analysis.terms if len(t) >= 2 and lex.normalize(t.lower()) not in everything
         ]
@@ -178,7 +190,6 @@ class AnswerLocator:
                 "head_missing",
                 f"找到了“{_short(top.unit)}”等相关内容，但没有提到“{analysis.head}”。",
             )
-        f = dict(zip(FEATURES, x, strict=True))
         if analysis.expects_value and f["value_gap"] > 0 and analysis.answer_type in TYPE_WORDS:
             subject = _short(top.unit)
             what = "".join(analysis.phrase[-1:]) if analysis.phrase else (analysis.head or "")

@@ -57,6 +57,9 @@ QUESTION_FEATURES: tuple[str, ...] = (
     "no_head_entity",  # the question names no asked head and no entity (head_with_entity is vacuous)
     "no_phrase",  # the question has no asked phrase (phrase_term_missing is vacuous)
     "support_shortfall",  # how far p_best_logit falls below SUPPORT_LOGIT_FLOOR (0 above it)
+    # the question states values (2021年10月; not bounds), no passage holds one, and the best
+    # supported unit holds another of their form (2021年09月): it is about another period
+    "constraint_rival",
 )
 # Log-odds of the best support below which a question reads as off its evidence's topic
 # ("红烧肉怎么做才能肥而不腻" of a KB of IT policies): a hinge, so that very weak support counts
@@ -166,5 +169,6 @@ def question_vector(
             0.0 if asks_head or analysis.entities else 1.0,
             0.0 if analysis.phrase else 1.0,
             min(0.0, p_logit - SUPPORT_LOGIT_FLOOR),
+            float(f["constraint_rival"][order[0]]),
         ]
     )

@@ -59,6 +59,26 @@ def test_a_value_in_the_question_is_a_constraint_not_an_entity(analyzer: Questio
     assert "63岁" in b.constraints and b.answer_type == "money"
 
 
+@pytest.mark.parametrize(
+    ("question", "bounds"),
+    [
+        ("哪些小区在2021年12月的房价位于10000至20000元之间？", ["10000", "20000元"]),
+        ("哪些企业在2021年的营业利润超过了7亿？", ["7亿"]),
+        ("单笔报销5000元以上需要谁审批？", ["5000元"]),
+        ("年龄在18~60岁的员工有多少人？", ["18", "60岁"]),
+        ("2020-07-01的成交量是多少？", []),  # a date, not a range
+        ("2021年和2017年的利润分别是多少？", []),  # two values, no range
+        ("63岁男性每年要交多少保费？", []),
+    ],
+)
+def test_a_range_end_or_a_compared_value_is_a_bound(
+    analyzer: QuestionAnalyzer, question: str, bounds: list[str]
+) -> None:
+    a = analyzer(question)
+    assert a.bounds == bounds
+    assert set(a.bounds) <= set(a.constraints)
+
+
 def test_terms_leave_out_question_words_and_function_words(analyzer: QuestionAnalyzer) -> None:
     a = analyzer("请问密码要多长时间换一次？")
     assert "密码" in a.terms

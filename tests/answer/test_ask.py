@@ -82,3 +82,40 @@ def test_gate_off_answers_everything(sample_kb, embed_model, tmp_path) -> None: 
         assert not kb.ask("公司食堂几点开饭？").refused
     finally:
         kb.close()
+
+
+MONTHLY = """# 云溪花园月度成交
+
+| 月份 | 项目名称 | 成交套数 | 成交均价（元/平方米） |
+|---|---|---|---|
+| 2021年07月 | 云溪花园 | 35 | 21350 |
+| 2021年08月 | 云溪花园 | 42 | 21800 |
+| 2021年09月 | 云溪花园 | 28 | 21100 |
+"""
+
+
+def test_a_table_of_other_months_is_a_near_miss(kb, embed_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The month asked is in the table: answered. Rows of other months only (a near miss) score
+    far lower, and a refusal names the month found and the month asked."""
+    from rag_app import KnowledgeBase
+
+    doc = tmp_path / "monthly.md"
+    doc.write_text(MONTHLY, encoding="utf-8")
+    kb.ingest([doc])
+    found = kb.ask("2021年8月云溪花园成交了多少套？")
+    assert not found.refused, (found.reason, found.explanation)
+    assert "42" in found.answer.splitlines()[0]
+    missing = kb.ask("2021年12月云溪花园成交了多少套？")
+    assert missing.confidence < found.confidence / 2, (missing.confidence, found.confidence)
+    threshold = (missing.confidence + found.confidence) / 2
+    strict = KnowledgeBase.open(
+        kb.path, embed_model=embed_model, gate_threshold=threshold, read_only=True
+    )
+    try:
+        assert not strict.ask("2021年8月云溪花园成交了多少套？").refused
+        refused = strict.ask("2021年12月云溪花园成交了多少套？")
+    finally:
+        strict.close()
+    assert refused.refused and refused.reason == "constraint_missing", refused.explanation
+    assert "2021年12月" in (refused.explanation or "") and "2021年0" in (refused.explanation or "")
+    assert refused.sources and not refused.citations

@@ -79,6 +79,39 @@ def test_constraint_values_must_match() -> None:
     assert col(y, "constraint_unit").tolist() == [0.5, 1.0]
 
 
+def test_a_stated_value_anywhere_in_the_evidence_but_not_a_bound() -> None:
+    table = "| 月份 | 营业利润 |\n|---|---|\n| 2020-12-01 | 5.1 |\n| 2021-01-01 | 8.2 |"
+    _, x = features("2021年1月的营业利润是多少？", [table])
+    assert col(x, "constraint_any").tolist() == [1.0, 1.0]  # the same for every unit
+    # the year and the month are one date: 2021 and 1 both occur, 2021-02 does not
+    _, y = features("2021年2月的营业利润是多少？", [table])
+    assert col(y, "constraint_any").tolist() == [0.0, 0.0]
+    # a bound (超过7亿) need not be in the evidence; the date must
+    _, z = features("2021年1月营业利润超过7亿吗？", [table])
+    assert col(z, "constraint_any")[0] == 1.0
+    _, none = features("营业利润是多少？", [table])
+    assert col(none, "constraint_any")[0] == 1.0  # no stated value
+    # two subjects, one value each: one found is enough (the answer may be partial)
+    _, two = features("2020年和2019年的营业利润分别是多少？", [table])
+    assert col(two, "constraint_any")[0] == 1.0
+
+
+def test_a_unit_about_another_period_or_age_is_a_rival() -> None:
+    table = "| 月份 | 营业利润 |\n|---|---|\n| 2020-12-01 | 5.1 |\n| 2021-01-01 | 8.2 |"
+    _, x = features("2021年2月的营业利润是多少？", [table])
+    assert col(x, "constraint_rival").tolist() == [1.0, 1.0]  # other months, not February
+    _, y = features("2021年1月的营业利润是多少？", [table])
+    assert col(y, "constraint_rival").tolist() == [0.0, 0.0]
+    # an undated passage is no rival of a year: a policy still answers "2025年…"
+    _, z = features("2025年住宿费每晚最多报销多少元？", ["住宿费每晚最多报销600元。"])
+    assert col(z, "constraint_any")[0] == 0.0 and col(z, "constraint_rival")[0] == 0.0
+    # an age of the same form; 天 and 日 read alike
+    _, ages = features("63岁的保费是多少？", ["59岁的保费为710元。", "保费按年交纳。"])
+    assert col(ages, "constraint_rival").tolist() == [1.0, 0.0]
+    _, days = features("犹豫期是20天吗？", ["犹豫期为15日。"])
+    assert col(days, "constraint_rival")[0] == 1.0
+
+
 def test_entities_in_the_unit_and_in_its_node() -> None:
     _, x = features(
         "《劳动合同法》规定的试用期多长？", ["《劳动合同法》第十九条。试用期最长六个月。"]
