@@ -77,7 +77,10 @@ _BIGRAM_CHARS = re.compile(r"[\u4e00-\u9fff0-9a-z]")
 DIGITS = re.compile(r"\d+(?:\.\d+)?")  # a number as written (2021, 0.5)
 _YEAR_MONTH = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月")
 _ANY_YEAR_MONTH = re.compile(r"\d{4}\s*年\s*\d{1,2}\s*月|(?<!\d)\d{4}[-/.]\d{1,2}(?!\d)")
-_ANY_YEAR = re.compile(r"(?<!\d)\d{4}\s*年|(?<!\d)\d{4}[-/.]\d{1,2}(?!\d)")
+# a year as written (2021年, 2021-07) or as the value of a year key (年份：2021, a table's column)
+_ANY_YEAR = re.compile(
+    r"(?<!\d)\d{4}\s*年|(?<!\d)\d{4}[-/.]\d{1,2}(?!\d)|年[份度]?\s*[:：]\s*\d{4}(?!\d)"
+)
 _LEADING_ZEROS = re.compile(r"^0+(?=\d)")
 _CLAUSE = re.compile(r"[，。；：、,;:！？!?（）()\s]+")
 MAX_SEGMENTS = 6  # clauses (or column names) per unit compared with the asked phrase

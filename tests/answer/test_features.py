@@ -102,6 +102,10 @@ def test_a_unit_about_another_period_or_age_is_a_rival() -> None:
     assert col(x, "constraint_rival").tolist() == [1.0, 1.0]  # other months, not February
     _, y = features("2021年1月的营业利润是多少？", [table])
     assert col(y, "constraint_rival").tolist() == [0.0, 0.0]
+    # a year as the value of a year column (年份：2021) is of a year's form too
+    years = "| 年份 | 营业利润 |\n|---|---|\n| 2020 | 5.1 |\n| 2021 | 8.2 |"
+    _, w = features("2022年的营业利润是多少？", [years])
+    assert col(w, "constraint_rival").tolist() == [1.0, 1.0]
     # an undated passage is no rival of a year: a policy still answers "2025年…"
     _, z = features("2025年住宿费每晚最多报销多少元？", ["住宿费每晚最多报销600元。"])
     assert col(z, "constraint_any")[0] == 0.0 and col(z, "constraint_rival")[0] == 0.0
