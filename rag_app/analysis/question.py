@@ -11,6 +11,7 @@ from itertools import takewhile
 from pydantic import BaseModel, Field
 
 from rag_app.analysis.lexicon import Lexicon
+from rag_app.analysis.values import bounds_among, numbers_in
 from rag_app.retrieval.tokenizer import label_tokens, query_tokens
 
 # answer types whose answer is a value of a recognisable form (lexicon value_patterns)
@@ -19,10 +20,6 @@ VALUE_TYPES = ("duration", "date", "money", "ratio", "number", "person", "organi
 OPEN_TYPES = ("yes_no", "method", "reason")
 
 _QUOTED = re.compile(r"《([^》]{1,40})》|“([^”]{1,40})”|「([^」]{1,40})」|\"([^\"]{1,40})\"")
-_NUMBER_WITH_UNIT = re.compile(
-    r"(\d+(?:\.\d+)?)\s*(万元|亿元|万|亿|元|岁|年|月|日|天|个月|小时|分钟|%|％|人|名|次|平方米|米|公里)?"
-)
-_DATE = re.compile(r"(?<!\d)\d{4}[-/.]\d{1,2}(?:[-/.]\d{1,2})?(?!\d)")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]{2,}")
 _CLAUSE_MARKS = ("，", ",", "；", ";", "。", "：", ":")
 _ENTITY_FLAGS = ("nr", "ns", "nt", "nz", "eng")
@@ -119,13 +116,9 @@ class QuestionAnalyzer:
         chosen = min(cues, key=lambda c: (order.get(c[3], 99), c[0]), default=None)
         words = [(w.word, w.flag) for w in _jieba_posseg().lcut(question)]
         entities = self._entities(question, words)
-        values = [
-            m
-            for m in _NUMBER_WITH_UNIT.finditer(question)
-            if not any(m.group(0) in e for e in entities)
-        ]
+        values = [m for m in numbers_in(question) if not any(m.group(0) in e for e in entities)]
         constraints = [m.group(0) for m in values]
-        bounds = self._bounds(question, values)
+        bounds = bounds_among(question, values, lex)
         terms = [
             t for t in query_tokens(_blank_cues(question, cues)) if not lex.is_function_word(t)
         ]
@@ -194,25 +187,6 @@ class QuestionAnalyzer:
             ):
                 out.append(word)
         return list(dict.fromkeys(e for e in out if e.strip()))
-
-    def _bounds(self, question: str, values: list[re.Match[str]]) -> list[str]:
-        """The values that end a range (20000至30000元, 2019年到2021年: two values with a range
-        mark between them) or that a comparative precedes or follows (超过7亿, 5000元以上)."""
-        lex = self.lexicon
-        dates = [m.span() for m in _DATE.finditer(question)]
-        out: set[int] = set()
-        for i, m in enumerate(values):
-            before = question[max(0, m.start() - 5) : m.start()].rstrip("了")  # 超过了7亿
-            if before.endswith(tuple(lex.comparatives)) or question[m.end() :].startswith(
-                tuple(lex.comparatives)
-            ):
-                out.add(i)
-            if i + 1 < len(values):
-                gap = question[m.end() : values[i + 1].start()].strip()
-                in_date = any(a <= m.start() and values[i + 1].end() <= b for a, b in dates)
-                if gap in lex.range_marks and not in_date:  # 2020-07-01 is a date
-                    out.update((i, i + 1))
-        return [values[i].group(0) for i in sorted(out)]
 
     @staticmethod
     def _focus(
