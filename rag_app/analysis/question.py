@@ -11,7 +11,7 @@ from itertools import takewhile
 from pydantic import BaseModel, Field
 
 from rag_app.analysis.lexicon import Lexicon
-from rag_app.analysis.values import bounds_among, numbers_in
+from rag_app.analysis.values import bounds_among, value_matches
 from rag_app.retrieval.tokenizer import label_tokens, query_tokens
 
 # answer types whose answer is a value of a recognisable form (lexicon value_patterns)
@@ -116,7 +116,7 @@ class QuestionAnalyzer:
         chosen = min(cues, key=lambda c: (order.get(c[3], 99), c[0]), default=None)
         words = [(w.word, w.flag) for w in _jieba_posseg().lcut(question)]
         entities = self._entities(question, words)
-        values = [m for m in numbers_in(question) if not any(m.group(0) in e for e in entities)]
+        values = [m for m in value_matches(question) if not any(m.group(0) in e for e in entities)]
         constraints = [m.group(0) for m in values]
         bounds = bounds_among(question, values, lex)
         terms = [

@@ -12,7 +12,7 @@ NUMBER_WITH_UNIT = re.compile(
 _DATE = re.compile(r"(?<!\d)\d{4}[-/.]\d{1,2}(?:[-/.]\d{1,2})?(?!\d)")
 
 
-def numbers_in(question: str) -> list[re.Match[str]]:
+def value_matches(question: str) -> list[re.Match[str]]:
     """The numbers of ``question``, each with its unit when one follows (5000元, 63岁, 2021年)."""
     return list(NUMBER_WITH_UNIT.finditer(question))
 

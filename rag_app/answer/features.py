@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
 from llama_index.core.schema import NodeWithScore
@@ -171,10 +172,9 @@ def stated_values(analysis: QuestionAnalysis) -> list[str]:
     return [*(m.group(0) for m in dates), *values]
 
 
-def _any_value_in(analysis: QuestionAnalysis, text: str) -> float:
-    """1 when ``text`` holds one of the question's :func:`stated_values`, or it states none;
-    else 0. A year with its month is found as written or as 2021-10 (2021-10-01)."""
-    values = stated_values(analysis)
+def _any_value_in(values: Sequence[str], text: str) -> float:
+    """1 when ``text`` holds one of ``values`` (a question's :func:`stated_values`), or there
+    are none; else 0. A year with its month is found as written or as 2021-10 (2021-10-01)."""
     if not values:
         return 1.0
     for value in values:
@@ -203,6 +203,17 @@ def value_form(value: str) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![\d.])\d+(?:\.\d+)?\s*{re.escape(unit)}")
 
 
+def _value_forms(values: Sequence[str], normalize: Callable[[str], str]) -> list[re.Pattern[str]]:
+    return [f for v in values if (f := value_form(normalize(v))) is not None]
+
+
+def _rival_in(values: Sequence[str], forms: Sequence[re.Pattern[str]], text: str) -> str | None:
+    """The first value in ``text`` of one of ``forms`` when ``text`` holds none of ``values``."""
+    if not forms or _any_value_in(values, text) == 1.0:
+        return None
+    return next((m.group(0) for form in forms if (m := form.search(text))), None)
+
+
 def rival_value(
     analysis: QuestionAnalysis, text: str, normalize: Callable[[str], str] = str.lower
 ) -> str | None:
@@ -211,14 +222,7 @@ def rival_value(
     is about another period, age or amount. None otherwise. ``normalize``: how ``text`` was
     normalised (the stated values' units are read the same way: 天 and 日 alike)."""
     values = stated_values(analysis)
-    if not values or _any_value_in(analysis, text) == 1.0:
-        return None
-    for value in values:
-        form = value_form(normalize(value))
-        m = form.search(text) if form is not None else None
-        if m is not None:
-            return m.group(0)
-    return None
+    return _rival_in(values, _value_forms(values, normalize), text)
 
 
 class FeatureExtractor:
@@ -262,7 +266,11 @@ class FeatureExtractor:
         everything = "\n".join(ctx_texts)
         missing_all = [t for t in w if term_credit(t, everything) < 1.0]
         miss_all = max((w[t] for t in missing_all), default=0.0) / wmax
-        constraint_any = _any_value_in(analysis, everything)
+        stated = stated_values(analysis)
+        constraint_any = _any_value_in(stated, everything)
+        # the forms of the stated values, read once: a unit is a rival only when no passage
+        # holds a stated value
+        forms = [] if constraint_any else _value_forms(stated, partial(_norm, lex))
         node_stats = []
         for ctx, path in zip(ctx_texts, paths, strict=True):
             missing = [t for t in w if term_credit(t, ctx) < 1.0]
@@ -285,10 +293,6 @@ class FeatureExtractor:
         q_chars = set(analysis.text)
         rows = []
         texts = [_norm(lex, u.scoring_text) for u in units]
-
-        def norm(value: str) -> str:
-            return _norm(lex, value)
-
         for u, text in zip(units, texts, strict=True):
             (
                 cov_ctx,
@@ -349,7 +353,7 @@ class FeatureExtractor:
                     weighted_coverage(ew, text, title) if ew else 1.0,
                     1.0 if bound is not None and bound.search(text) else 0.0,
                     constraint_any,
-                    0.0 if constraint_any else float(rival_value(analysis, text, norm) is not None),
+                    float(_rival_in(stated, forms, text) is not None),
                 ]
             )
         x = np.asarray(rows, dtype=np.float64).reshape(len(units), len(FEATURES))
