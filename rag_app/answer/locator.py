@@ -154,6 +154,9 @@ class AnswerLocator:
             threshold=self.threshold, units=scored, analysis=analysis,
         )  # fmt: skip
 
+    def _normalize(self, text: str) -> str:
+        return self.analyzer.lexicon.normalize(text.lower())
+
     def _why(
         self,
         analysis: QuestionAnalysis,
@@ -174,7 +177,8 @@ class AnswerLocator:
         f = dict(zip(FEATURES, x, strict=True))
         if f["constraint_any"] == 0:
             values = "、".join(f"“{v}”" for v in stated_values(analysis))
-            rival = rival_value(analysis, top.unit.text)
+            # read as the gate reads it (constraint_rival): 15日 is a rival of 20天
+            rival = rival_value(analysis, lex.normalize(top.unit.text.lower()), self._normalize)
             found = f"“{rival}”" if rival else f"“{_short(top.unit)}”等相关内容"
             return "constraint_missing", f"只找到了{found}的资料，没有{values}的。"
         missing = [

@@ -119,3 +119,24 @@ def test_a_table_of_other_months_is_a_near_miss(kb, embed_model, tmp_path) -> No
     assert refused.refused and refused.reason == "constraint_missing", refused.explanation
     assert "2021年12月" in (refused.explanation or "") and "2021年0" in (refused.explanation or "")
     assert refused.sources and not refused.citations
+
+
+def test_a_refusal_names_the_rival_value_read_like_the_feature(kb, embed_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The reason reads the value found the way the gate does (天 and 日 alike): asked about 20天,
+    the passage's 15日 is the value named."""
+    from rag_app import KnowledgeBase
+
+    doc = tmp_path / "policy.md"
+    doc.write_text(
+        "# 保险条款\n\n## 犹豫期\n\n投保人收到保险合同后，犹豫期为15日。\n", encoding="utf-8"
+    )
+    kb.ingest([doc])
+    strict = KnowledgeBase.open(
+        kb.path, embed_model=embed_model, gate_threshold=0.999, read_only=True
+    )
+    try:
+        refused = strict.ask("犹豫期是20天吗？")
+    finally:
+        strict.close()
+    assert refused.refused and refused.reason == "constraint_missing", refused.explanation
+    assert refused.explanation == "只找到了“15日”的资料，没有“20天”的。", refused.explanation
