@@ -22,7 +22,7 @@ from rag_app.retrieval.prf import expansion_terms, feedback_chunks
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
-from rag_app.retrieval.tokenizer import label_tokens, query_tokens
+from rag_app.retrieval.tokenizer import label_tokens, query_tokens, with_number_variants
 from rag_app.store.postings import single_term
 from rag_app.store.protocols import RetrievalLedger
 from rag_app.store.vectors import VectorStore
@@ -198,7 +198,7 @@ class HybridRetriever(BaseRetriever):
     ) -> list[tuple[str, float]]:
         """One keyword index's ranking of the question's pruned tokens, within the scope."""
         with stage(name):
-            tokens = self._keyword_tokens(list(query_tokens(question)))
+            tokens = self._keyword_tokens(with_number_variants(list(query_tokens(question))))
             if not tokens:
                 return []
             return search(tokens, tenant=self.scope.tenant, doc_ids=self.scope.doc_ids, limit=n)
@@ -234,7 +234,7 @@ class HybridRetriever(BaseRetriever):
         if not terms:
             return []
         return self.ledger.keyword_search_ranked(
-            [*self._keyword_tokens(tokens), *self.last_expansion],
+            [*self._keyword_tokens(with_number_variants(tokens)), *self.last_expansion],
             tenant=self.scope.tenant,
             doc_ids=self.scope.doc_ids,
             limit=self.candidates,

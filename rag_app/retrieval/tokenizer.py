@@ -123,6 +123,21 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+def with_number_variants(tokens: list[str]) -> list[str]:
+    """``tokens`` with the twin of each month- or day-like number: 3 and 03 alike, so a question's
+    "2021年3月" finds a table of "2021年03月" (or 2021-03-01) in the keyword index, which holds
+    the tokens as written. Each twin follows its number; other numbers have none."""
+    out: list[str] = []
+    for tok in tokens:
+        out.append(tok)
+        if tok.isascii() and tok.isdigit():
+            if len(tok) == 1 and tok != "0":
+                out.append("0" + tok)
+            elif len(tok) == 2 and tok[0] == "0" and tok[1] != "0":
+                out.append(tok[1])
+    return list(dict.fromkeys(out))
+
+
 @lru_cache(maxsize=4096)
 def query_tokens(question: str) -> tuple[str, ...]:
     """Distinct tokens of a question, in order of appearance."""

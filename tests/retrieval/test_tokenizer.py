@@ -72,3 +72,13 @@ def test_tokens_equal_jieba_search_mode_on_mixed_text() -> None:
     assert len(samples) > 6  # the bundled knowledge base is there
     for text in samples:
         assert tokenize(text) == _reference_tokenize(text)
+
+
+def test_a_month_or_day_matches_with_or_without_its_leading_zero() -> None:
+    from rag_app.retrieval.tokenizer import with_number_variants
+
+    assert with_number_variants(["2021", "年", "3", "月"]) == ["2021", "年", "3", "03", "月"]
+    assert with_number_variants(["2021", "03", "01"]) == ["2021", "03", "3", "01", "1"]
+    # not other numbers: 0, 10, 100 and 007 have no such twin
+    assert with_number_variants(["0", "10", "100", "007", "00"]) == ["0", "10", "100", "007", "00"]
+    assert with_number_variants(["3", "03"]) == ["3", "03"]

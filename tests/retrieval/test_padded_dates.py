@@ -1,0 +1,25 @@
+"""A question's month written without its leading zero finds the table of that month."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _table(month: str, rows: list[tuple[str, int]]) -> str:
+    body = "\n".join(f"| {name} | 2021年{month}月 | {sold} |" for name, sold in rows)
+    return (
+        f"# 2021年{month}月商品房成交表\n\n| 项目名称 | 年月 | 成交套数 |\n|---|---|---|\n{body}\n"
+    )
+
+
+def test_single_digit_month_finds_the_zero_padded_table(kb, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    names = ["云溪花园", "春江山居", "翠湖名苑"]
+    for month in ("05", "06", "07", "08", "03"):  # the asked month last
+        doc = tmp_path / f"成交{month}.md"
+        doc.write_text(_table(month, [(n, 10 + i) for i, n in enumerate(names)]), encoding="utf-8")
+        kb.ingest([doc])
+    retriever = kb.engine.retriever_factory("default", 10, None)
+    ranked = retriever.keyword("2021年3月春江山居成交了多少套？", 5)
+    chunks = kb.ledger.active_chunks_by_id([cid for cid, _ in ranked])
+    texts = [chunks[cid].text for cid, _ in ranked]
+    assert texts and "2021年03月" in texts[0], texts[:2]
