@@ -281,6 +281,19 @@ class QuestionAnalyzer:
             # the cue opens with a noun owned by what precedes it ("合同的有效期是多少"): that
             # noun is the asked thing, not its owner (合同)
             return cue_word[2], cue_word[2]
+        if (
+            cue_word is not None
+            and cue_word[0] == start
+            and cue_word[2].endswith(tuple(lex.period_suffixes))
+            and clause
+            and chunks[0]
+            and chunks[0][-1] == clause[0]
+            and spans[clause[0]][3].startswith("v")
+        ):
+            # a span of time named by the verb before it (备份|保留期限是多少, 还款|期限): the
+            # span (保留期限) is asked, not the subject before it (备份)
+            asked = "".join(spans[i][2] for i in chunks[0]) + cue_word[2]
+            return spans[clause[0]][2] + cue_word[2], asked
         for flags in _NOUN_PASSES:
             for chunk in chunks:
                 whole = chunk

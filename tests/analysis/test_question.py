@@ -224,3 +224,15 @@ def test_normalize_maps_spelling_variants() -> None:
     lex = Lexicon.load()
     assert lex.normalize("年缴保费") == lex.normalize("年交保费")
     assert lex.normalize("180天") == lex.normalize("180日")
+
+
+def test_a_span_of_time_named_by_the_verb_before_it_is_the_head(
+    analyzer: QuestionAnalyzer,
+) -> None:
+    """备份保留期限是多少: the asked thing is the 保留期限, not the subject before it (备份); the
+    question word opening with the noun (期限是多少) does not swallow it."""
+    a = analyzer("财务报销系统的备份保留期限是多少？")
+    assert (a.head, a.asked, a.answer_type) == ("保留期限", "备份保留期限", "duration")
+    assert analyzer("贷款的还款期限是多少？").head == "还款期限"
+    assert analyzer("合同的付款周期是多少？").head == "付款周期"
+    assert analyzer("合同的有效期是多少？").head == "有效期"  # owned by 合同 through 的: as before
