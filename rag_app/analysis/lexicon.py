@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -67,11 +68,20 @@ class Lexicon(BaseModel):
         default_factory=list,
         description="Marks between the two ends of a range (20000至30000元, 10-20天).",
     )
+    surnames: list[str] = Field(
+        default_factory=list,
+        description="Chinese surnames (欧阳, 王): with an anonymising mark they make a name.",
+    )
+    anonymised_marks: list[str] = Field(
+        default_factory=list,
+        description="Marks that stand for a given name in anonymised text (张某某, 欧阳某).",
+    )
     char_variants: list[list[str]] = Field(default_factory=list)
     _values: dict[str, re.Pattern[str]] = PrivateAttr(default_factory=dict)
     _cue_index: list[tuple[str, str]] = PrivateAttr(default_factory=list)
     _cue_regex: re.Pattern[str] | None = PrivateAttr(default=None)
     _function: frozenset[str] = PrivateAttr(default=frozenset())
+    _pseudonym: re.Pattern[str] | None = PrivateAttr(default=None)
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Lexicon:
@@ -94,6 +104,10 @@ class Lexicon(BaseModel):
         # another is found too: 是什么|时候 holds 什么时候
         self._cue_regex = re.compile(f"(?=({alternatives}))") if pairs else None
         self._function = frozenset(self.function_words)
+        if self.surnames and self.anonymised_marks:
+            names = "|".join(map(re.escape, sorted(self.surnames, key=len, reverse=True)))
+            marks = "|".join(map(re.escape, sorted(self.anonymised_marks, key=len, reverse=True)))
+            self._pseudonym = re.compile(f"(?:{names})(?:{marks})")
 
     def value_pattern(self, answer_type: str) -> re.Pattern[str] | None:
         return self._values.get(answer_type)
@@ -114,6 +128,14 @@ class Lexicon(BaseModel):
                 continue
             out.append((start, start + len(cue), cue, kinds[cue]))
         return out
+
+    def pseudonyms(self, text: str, starts: Collection[int]) -> list[str]:
+        """Anonymised names in ``text`` (张某某, 欧阳某: a surname and a mark) that start where
+        one of its words starts (``starts``: not the 高某 of 提高某项)."""
+        if self._pseudonym is None:
+            return []
+        found = (m.group(0) for m in self._pseudonym.finditer(text) if m.start() in starts)
+        return list(dict.fromkeys(found))
 
     def is_function_word(self, word: str) -> bool:
         return word in self._function

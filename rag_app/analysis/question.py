@@ -6,7 +6,7 @@ import re
 import threading
 from collections.abc import Callable
 from functools import lru_cache
-from itertools import takewhile
+from itertools import accumulate, takewhile
 
 from pydantic import BaseModel, Field
 
@@ -70,6 +70,9 @@ class QuestionAnalysis(BaseModel):
         "", description="The asked phrase as written (机房温度标准), for semantic matching."
     )
     labels: list[str] = Field(default_factory=list, description="第X条 labels, canonical.")
+    names: list[str] = Field(
+        default_factory=list, description="Anonymised names (张某某), also among the terms."
+    )
 
     @property
     def expects_value(self) -> bool:
@@ -119,9 +122,15 @@ class QuestionAnalyzer:
         values = [m for m in value_matches(question) if not any(m.group(0) in e for e in entities)]
         constraints = [m.group(0) for m in values]
         bounds = bounds_among(question, values, lex)
+        # an anonymised name (柳某某) is one term: jieba cuts it, and its mark is in every record
+        starts = set(accumulate((len(w) for w, _ in words), initial=0))
+        names = lex.pseudonyms(question, starts)
         terms = [
-            t for t in query_tokens(_blank_cues(question, cues)) if not lex.is_function_word(t)
+            t
+            for t in query_tokens(_blank_cues(question, cues))
+            if not lex.is_function_word(t) and t not in lex.anonymised_marks
         ]
+        terms = list(dict.fromkeys([*names, *terms]))
         # a head only where one thing is asked for: not in a yes/no, how or why question, whose
         # own words ("老公欠的债我要还吗") need not be the documents'
         head, phrase = (
@@ -155,6 +164,7 @@ class QuestionAnalyzer:
             phrase=[t for t in terms if t in phrase.lower()],
             asked=phrase,
             labels=label_tokens(question),
+            names=names,
         )
 
     def _entities(self, question: str, words: list[tuple[str, str]]) -> list[str]:
@@ -285,6 +295,7 @@ class QuestionAnalyzer:
             cue_word is not None
             and cue_word[0] == start
             and cue_word[2].endswith(tuple(lex.period_suffixes))
+            and not cue_word[2].startswith(_INTERROGATIVES)  # 保留|多长时间 asks of 日志
             and clause
             and chunks[0]
             and chunks[0][-1] == clause[0]

@@ -98,10 +98,18 @@ def specific_missing(
     specific question word of two or more characters that ``evidence`` (lower-cased) lacks; 0
     when it holds them all. Only the longest words count (a word inside another is not asked
     twice). An everyday word missing is a question worded otherwise; a rare one missing is a
-    question about something the evidence does not mention."""
+    question about something the evidence does not mention. An anonymised name (张某某) counts
+    as the most specific word: it names one person."""
     words = [t for t in analysis.terms if len(t) >= 2]
     words = [t for t in words if not any(t != u and t in u for u in words)]
-    return max((specificity(t) for t in words if t.lower() not in evidence), default=0.0)
+    return max(
+        (
+            1.0 if t in analysis.names else specificity(t)
+            for t in words
+            if t.lower() not in evidence
+        ),
+        default=0.0,
+    )
 
 
 def question_vector(

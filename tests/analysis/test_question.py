@@ -236,3 +236,14 @@ def test_a_span_of_time_named_by_the_verb_before_it_is_the_head(
     assert analyzer("贷款的还款期限是多少？").head == "还款期限"
     assert analyzer("合同的付款周期是多少？").head == "付款周期"
     assert analyzer("合同的有效期是多少？").head == "有效期"  # owned by 合同 through 的: as before
+    assert analyzer("服务器的登录日志至少要保留多长时间？").head == "日志"  # a question word
+
+
+def test_an_anonymised_name_is_one_term(analyzer: QuestionAnalyzer) -> None:
+    """张某某 / 欧阳某 name a person: one term (jieba cuts them, and the mark 某某 is in every
+    record), not the 高某 of 提高某项."""
+    a = analyzer("根据判决书，被告人葛某某的职业是什么？")
+    assert a.names == ["葛某某"] and "葛某某" in a.terms and "某某" not in a.terms
+    assert analyzer("尹某与欧阳某的判刑时间谁更长？").names == ["尹某", "欧阳某"]
+    assert analyzer("提高某项指标需要多久？").names == []
+    assert analyzer("机房温度标准是多少？").names == []

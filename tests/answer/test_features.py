@@ -188,6 +188,19 @@ def test_a_specific_missing_word_weighs_more_than_an_everyday_one() -> None:
     assert lacks_rare > lacks_everyday > 0.0
 
 
+def test_an_anonymised_name_the_evidence_lacks_is_the_most_specific_word() -> None:
+    """A record of another person (元某某) lacks the asked person's name: as specific as can be,
+    though jieba's counts of its pieces (葛, 某某) are middling."""
+    from rag_app.analysis.specificity import WordSpecificity
+    from rag_app.answer.question_features import specific_missing
+
+    spec = WordSpecificity()
+    analysis = ANALYZER("患者葛某某的职业是什么？")
+    assert spec("葛某某") < 0.9
+    assert specific_missing(analysis, "姓名：元某某 性别：男 职业：学生", spec) == 1.0
+    assert specific_missing(analysis, "姓名：葛某某 性别：男 职业：学生", spec) < 1.0
+
+
 def test_a_unit_is_read_under_its_heading() -> None:
     """The title names the subject of a sentence that refers to it by a pronoun: the titled
     features credit it, the unit's own features do not."""
