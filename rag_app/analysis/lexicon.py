@@ -107,7 +107,7 @@ class Lexicon(BaseModel):
         if self.surnames and self.anonymised_marks:
             names = "|".join(map(re.escape, sorted(self.surnames, key=len, reverse=True)))
             marks = "|".join(map(re.escape, sorted(self.anonymised_marks, key=len, reverse=True)))
-            self._pseudonym = re.compile(f"(?:{names})(?:{marks})")
+            self._pseudonym = re.compile(f"(?P<surname>{names})(?P<mark>{marks})")
 
     def value_pattern(self, answer_type: str) -> re.Pattern[str] | None:
         return self._values.get(answer_type)
@@ -131,10 +131,17 @@ class Lexicon(BaseModel):
 
     def pseudonyms(self, text: str, starts: Collection[int]) -> list[str]:
         """Anonymised names in ``text`` (张某某, 欧阳某: a surname and a mark) that start where
-        one of its words starts (``starts``: not the 高某 of 提高某项)."""
+        one of its words starts (``starts``: not the 高某 of 提高某项). A surname that is also a
+        function word takes the long mark only: 于某某, but not the 于某 of 于某日签订."""
         if self._pseudonym is None:
             return []
-        found = (m.group(0) for m in self._pseudonym.finditer(text) if m.start() in starts)
+        shortest = min(map(len, self.anonymised_marks))
+        found = (
+            m.group(0)
+            for m in self._pseudonym.finditer(text)
+            if m.start() in starts
+            and not (self.is_function_word(m["surname"]) and len(m["mark"]) == shortest)
+        )
         return list(dict.fromkeys(found))
 
     def is_function_word(self, word: str) -> bool:

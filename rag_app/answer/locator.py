@@ -168,9 +168,9 @@ class AnswerLocator:
     ) -> tuple[str, str]:
         """What was missing, from the question analysis and the best unit's features."""
         lex = self.analyzer.lexicon
-        everything = lex.normalize("\n".join(
+        everything = self._normalize("\n".join(
             str(n.node.metadata.get("title_path", "")) + "\n" + n.node.get_content() for n in nodes
-        ).lower())  # fmt: skip
+        ))  # fmt: skip
         for entity in analysis.entities:
             if lex.normalize(entity.lower()) not in everything:
                 return "entity_missing", f"检索到的资料中没有提到“{entity}”。"
@@ -178,7 +178,7 @@ class AnswerLocator:
         if f["constraint_any"] == 0:
             values = "、".join(f"“{v}”" for v in stated_values(analysis))
             # read as the gate reads it (constraint_rival): 15日 is a rival of 20天
-            rival = rival_value(analysis, lex.normalize(top.unit.text.lower()), self._normalize)
+            rival = rival_value(analysis, self._normalize(top.unit.text), self._normalize)
             found = f"“{rival}”" if rival else f"“{_short(top.unit)}”等相关内容"
             return "constraint_missing", f"只找到了{found}的资料，没有{values}的。"
         missing = [

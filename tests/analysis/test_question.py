@@ -247,3 +247,7 @@ def test_an_anonymised_name_is_one_term(analyzer: QuestionAnalyzer) -> None:
     assert analyzer("尹某与欧阳某的判刑时间谁更长？").names == ["尹某", "欧阳某"]
     assert analyzer("提高某项指标需要多久？").names == []
     assert analyzer("机房温度标准是多少？").names == []
+    # a surname that is also a function word takes the long mark only
+    assert analyzer("合同于某日签订后多久生效？").names == []
+    assert analyzer("公司和某供应商签订的合同金额是多少？").names == []
+    assert analyzer("于某某的入院时间是什么时候？").names == ["于某某"]
