@@ -130,6 +130,7 @@ def feature_version() -> str:
             "answer/features.py",
             "answer/units.py",
             "analysis/question.py",
+            "analysis/entities.py",
             "analysis/values.py",
             "analysis/lexicon.json",
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from functools import lru_cache
@@ -10,6 +9,7 @@ from itertools import accumulate, takewhile
 
 from pydantic import BaseModel, Field
 
+from rag_app.analysis.entities import named_entities
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.values import bounds_among, value_matches
 from rag_app.retrieval.tokenizer import label_tokens, query_tokens
@@ -19,10 +19,7 @@ VALUE_TYPES = ("duration", "date", "money", "ratio", "number", "person", "organi
 # answer types that ask no single thing: no asked head
 OPEN_TYPES = ("yes_no", "method", "reason")
 
-_QUOTED = re.compile(r"《([^》]{1,40})》|“([^”]{1,40})”|「([^」]{1,40})」|\"([^\"]{1,40})\"")
-_LATIN = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]{2,}")
 _CLAUSE_MARKS = ("，", ",", "；", ";", "。", "：", ":")
-_ENTITY_FLAGS = ("nr", "ns", "nt", "nz", "eng")
 _CONTENT_FLAGS = ("n", "v", "a", "eng", "l", "i", "j", "t", "s", "vn", "an")
 # words that join into one asked phrase before the question word (等待|期, 机房|温度|标准)
 _JOINED_FLAGS = ("n", "v", "a", "eng", "l", "i", "j", "s", "q", "b", "g", "k")
@@ -73,6 +70,11 @@ class QuestionAnalysis(BaseModel):
     names: list[str] = Field(
         default_factory=list, description="Anonymised names (张某某), also among the terms."
     )
+    subjects: list[str] = Field(
+        default_factory=list,
+        description="The names and entities of a question asked of several subjects at once "
+        "(A和B分别…, A与B谁更…); empty otherwise.",
+    )
 
     @property
     def expects_value(self) -> bool:
@@ -118,7 +120,7 @@ class QuestionAnalyzer:
         order = {t.type: i for i, t in enumerate(lex.answer_types)}
         chosen = min(cues, key=lambda c: (order.get(c[3], 99), c[0]), default=None)
         words = [(w.word, w.flag) for w in _jieba_posseg().lcut(question)]
-        entities = self._entities(question, words)
+        entities = named_entities(question, words, lex)
         values = [m for m in value_matches(question) if not any(m.group(0) in e for e in entities)]
         constraints = [m.group(0) for m in values]
         bounds = bounds_among(question, values, lex)
@@ -131,6 +133,14 @@ class QuestionAnalyzer:
             if not lex.is_function_word(t) and t not in lex.anonymised_marks
         ]
         terms = list(dict.fromkeys([*names, *terms]))
+        # asked of several subjects at once (A和B分别…, A与B谁更…, two people): the gate checks
+        # that the evidence names each of them
+        named = list(dict.fromkeys([*names, *entities]))
+        each = (
+            any(w in lex.distributives for w, _ in words)
+            or (chosen is not None and chosen[3] == "choice")
+            or len(names) >= 2
+        )
         # a head only where one thing is asked for: not in a yes/no, how or why question, whose
         # own words ("老公欠的债我要还吗") need not be the documents'
         head, phrase = (
@@ -165,38 +175,8 @@ class QuestionAnalyzer:
             asked=phrase,
             labels=label_tokens(question),
             names=names,
+            subjects=named if each and len(named) >= 2 else [],
         )
-
-    def _entities(self, question: str, words: list[tuple[str, str]]) -> list[str]:
-        out: list[str] = []
-        for m in _QUOTED.finditer(question):
-            out.append(next(g for g in m.groups() if g))
-        latin = list(_LATIN.finditer(question))
-        # a question asked in English: its names are its capitalised words (Xinghe Cloud), not
-        # every word; in a Chinese question a Latin word is a name or a code (Redis, GPU)
-        english = sum(len(m.group(0)) for m in latin) > len(question) / 2
-        for m in latin:
-            word = m.group(0)
-            if self.lexicon.is_function_word(word.lower()):
-                continue
-            if english and not (
-                (word[0].isupper() and m.start() > 0)
-                or any(c.isupper() or c.isdigit() for c in word[1:])
-            ):
-                continue
-            out.append(word)
-        for word, flag in words:
-            if word[:1] in self.lexicon.conjunctions:  # "A和云翼" cut as A / 和云翼
-                word = word[1:]
-            if _LATIN.fullmatch(word):
-                continue  # read above
-            if (
-                len(word) >= 2
-                and flag.startswith(_ENTITY_FLAGS)
-                and not self.lexicon.is_function_word(word)
-            ):
-                out.append(word)
-        return list(dict.fromkeys(e for e in out if e.strip()))
 
     @staticmethod
     def _focus(

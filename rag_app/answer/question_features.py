@@ -60,6 +60,8 @@ QUESTION_FEATURES: tuple[str, ...] = (
     # the question states values (2021年10月; not bounds), no passage holds one, and the best
     # supported unit holds another of their form (2021年09月): it is about another period
     "constraint_rival",
+    # a question asked of several subjects at once (A和B分别…) whose evidence names every one
+    "subjects_present",
 )
 # Log-odds of the best support below which a question reads as off its evidence's topic
 # ("红烧肉怎么做才能肥而不腻" of a KB of IT policies): a hinge, so that very weak support counts
@@ -178,5 +180,8 @@ def question_vector(
             0.0 if analysis.phrase else 1.0,
             min(0.0, p_logit - SUPPORT_LOGIT_FLOOR),
             float(f["constraint_rival"][order[0]]),
+            1.0
+            if analysis.subjects and all(s.lower() in evidence for s in analysis.subjects)
+            else 0.0,
         ]
     )

@@ -251,3 +251,10 @@ def test_an_anonymised_name_is_one_term(analyzer: QuestionAnalyzer) -> None:
     assert analyzer("合同于某日签订后多久生效？").names == []
     assert analyzer("公司和某供应商签订的合同金额是多少？").names == []
     assert analyzer("于某某的入院时间是什么时候？").names == ["于某某"]
+
+
+def test_the_subjects_of_a_question_asked_of_several_at_once(analyzer: QuestionAnalyzer) -> None:
+    """A和B分别…, A与B谁更…, or two people: their names and entities; one subject: none."""
+    assert analyzer("苏某某和廉某某的脉搏谁更快？").subjects == ["苏某某", "廉某某"]
+    assert analyzer("被告人尹某的血型是什么？").subjects == []
+    assert analyzer("云溪花园的平均房价是多少？").subjects == []  # 平均 holds 均, no distributive

@@ -117,3 +117,21 @@ def test_support_shortfall_counts_only_weak_support() -> None:
     assert shortfall("年假有多少天？", weak) == pytest.approx(-1.0)
     assert shortfall("怎样才能睡得更好？", 0.6) == 0.0
     assert shortfall("年假有多少天？", 0.2) == 0.0
+
+
+def test_subjects_present_needs_every_subject_of_a_several_subject_question() -> None:
+    """A question asked of two people at once is marked only when the evidence names both; a
+    question about one subject never is."""
+    analyzer = QuestionAnalyzer()
+    x = np.zeros((2, len(FEATURES)))
+    col = QUESTION_FEATURES.index("subjects_present")
+    probs = np.array([0.5, 0.2])
+
+    def present(question: str, texts: list[str]) -> float:
+        vec = question_vector(analyzer(question), x, probs, {}, texts, lambda w: 0.5)
+        return float(vec[col])
+
+    both = "苏某某和廉某某的脉搏谁更快？"
+    assert present(both, ["苏某某，脉搏：88次/分", "廉某某，脉搏：76次/分"]) == 1.0
+    assert present(both, ["苏某某，脉搏：88次/分", "元某某，脉搏：76次/分"]) == 0.0
+    assert present("苏某某的脉搏是多少？", ["苏某某，脉搏：88次/分", "其他"]) == 0.0
