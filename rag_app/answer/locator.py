@@ -167,12 +167,11 @@ class AnswerLocator:
         best: float,
     ) -> tuple[str, str]:
         """What was missing, from the question analysis and the best unit's features."""
-        lex = self.analyzer.lexicon
         everything = self._normalize("\n".join(
             str(n.node.metadata.get("title_path", "")) + "\n" + n.node.get_content() for n in nodes
         ))  # fmt: skip
         for entity in analysis.entities:
-            if lex.normalize(entity.lower()) not in everything:
+            if self._normalize(entity) not in everything:
                 return "entity_missing", f"检索到的资料中没有提到“{entity}”。"
         f = dict(zip(FEATURES, x, strict=True))
         if f["constraint_any"] == 0:
@@ -182,13 +181,13 @@ class AnswerLocator:
             found = f"“{rival}”" if rival else f"“{_short(top.unit)}”等相关内容"
             return "constraint_missing", f"只找到了{found}的资料，没有{values}的。"
         missing = [
-            t for t in analysis.terms if len(t) >= 2 and lex.normalize(t.lower()) not in everything
+            t for t in analysis.terms if len(t) >= 2 and self._normalize(t) not in everything
         ]
         asked = [t for t in missing if t in analysis.phrase or t in analysis.focus]
         if asked or missing:  # the most specific word of what is asked, else of the question
             rarest = max(asked or missing, key=lambda t: (self.specificity(t), weights.get(t, 0.0)))
             return "term_missing", f"检索到的资料中没有“{rarest}”的相关内容。"
-        head = lex.normalize(analysis.head.lower()) if analysis.head else ""
+        head = self._normalize(analysis.head) if analysis.head else ""
         if len(head) >= 2 and term_credit(head, everything) == 0:
             return (
                 "head_missing",

@@ -179,9 +179,11 @@ class HybridRetriever(BaseRetriever):
 
     def _keyword_tokens(self, tokens: list[str]) -> list[str]:
         """The question's tokens worth sending to the keyword index (:func:`keyword_query_tokens`
-        under this retriever's posting budget)."""
+        under this retriever's posting budget), a month or day number with its twin (3, 03:
+        :func:`with_number_variants`)."""
         if not tokens:
             return tokens
+        tokens = with_number_variants(tokens)
         freqs, total = self.stats.frequencies(tokens)
         return keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
 
@@ -198,7 +200,7 @@ class HybridRetriever(BaseRetriever):
     ) -> list[tuple[str, float]]:
         """One keyword index's ranking of the question's pruned tokens, within the scope."""
         with stage(name):
-            tokens = self._keyword_tokens(with_number_variants(list(query_tokens(question))))
+            tokens = self._keyword_tokens(list(query_tokens(question)))
             if not tokens:
                 return []
             return search(tokens, tenant=self.scope.tenant, doc_ids=self.scope.doc_ids, limit=n)
@@ -234,7 +236,7 @@ class HybridRetriever(BaseRetriever):
         if not terms:
             return []
         return self.ledger.keyword_search_ranked(
-            [*self._keyword_tokens(with_number_variants(tokens)), *self.last_expansion],
+            [*self._keyword_tokens(tokens), *self.last_expansion],
             tenant=self.scope.tenant,
             doc_ids=self.scope.doc_ids,
             limit=self.candidates,
