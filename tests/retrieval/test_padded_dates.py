@@ -23,3 +23,41 @@ def test_single_digit_month_finds_the_zero_padded_table(kb, tmp_path: Path) -> N
     chunks = kb.ledger.active_chunks_by_id([cid for cid, _ in ranked])
     texts = [chunks[cid].text for cid, _ in ranked]
     assert texts and "2021年03月" in texts[0], texts[:2]
+
+
+def test_a_year_and_month_find_that_months_table_not_one_holding_both_numbers(  # type: ignore[no-untyped-def]
+    kb, tmp_path: Path
+) -> None:
+    # every row of May's table holds "2021" and a "03" (its day): alone, those two numbers rank
+    # May's table over March's; the question's year and month as one phrase find March's
+    names = ["云溪花园", "春江山居", "翠湖名苑", "金桂雅苑"]
+    for year, month in (("2021", "05"), ("2022", "03"), ("2021", "03")):
+        rows = "\n".join(
+            f"| {n} | {year}-{month}-03 | {year}-{month}-03 | {10 + i} |"
+            for i, n in enumerate(names)
+        )
+        if month == "05":  # more rows, each with its numbers twice
+            rows += "\n" + rows.replace("| 1", "| 2")
+        doc = tmp_path / f"成交{year}{month}.md"
+        doc.write_text(
+            f"# {year}年{month}月商品房成交表\n\n| 项目名称 | 签约日 | 备案日 | 成交套数 |\n"
+            f"|---|---|---|---|\n{rows}\n",
+            encoding="utf-8",
+        )
+        kb.ingest([doc])
+    retriever = kb.engine.retriever_factory("default", 10, None)
+    ranked = retriever.keyword("2021年3月春江山居成交了多少套？", 5)
+    chunks = kb.ledger.active_chunks_by_id([cid for cid, _ in ranked])
+    texts = [chunks[cid].text for cid, _ in ranked]
+    assert texts and "2021年03月" in texts[0], texts[:2]
+
+
+def test_date_phrases_name_each_year_and_month() -> None:
+    from rag_app.retrieval.tokenizer import date_phrases
+
+    assert date_phrases("2021年3月和２０２２年１２月的成交量") == [
+        "2021 年 03 月",
+        "2021 年 3 月",
+        "2022 年 12 月",
+    ]
+    assert date_phrases("2021年13月，2021年，3月") == []  # no month 13; a year or month alone
