@@ -22,12 +22,7 @@ from rag_app.retrieval.prf import expansion_terms, feedback_chunks
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
-from rag_app.retrieval.tokenizer import (
-    date_phrases,
-    label_tokens,
-    query_tokens,
-    with_number_variants,
-)
+from rag_app.retrieval.tokenizer import label_tokens, query_tokens, with_number_variants
 from rag_app.store.postings import single_term
 from rag_app.store.protocols import RetrievalLedger
 from rag_app.store.vectors import VectorStore
@@ -182,15 +177,13 @@ class HybridRetriever(BaseRetriever):
         kept = [(h.chunk_id, h.score) for h in hits if h.chunk_id in active]
         return kept, active, len(hits) < fetch
 
-    def _keyword_tokens(self, question: str) -> list[str]:
+    def _keyword_tokens(self, tokens: list[str]) -> list[str]:
         """The question's tokens worth sending to the keyword index (:func:`keyword_query_tokens`
         under this retriever's posting budget), a month or day number with its twin (3, 03:
-        :func:`with_number_variants`), and a phrase for each year and month it names
-        (:func:`date_phrases`: a phrase is always kept)."""
-        tokens = list(query_tokens(question))
+        :func:`with_number_variants`)."""
         if not tokens:
             return tokens
-        tokens = [*with_number_variants(tokens), *date_phrases(question)]
+        tokens = with_number_variants(tokens)
         freqs, total = self.stats.frequencies(tokens)
         return keyword_query_tokens(tokens, freqs, total, self.keyword_posting_budget)
 
@@ -207,7 +200,7 @@ class HybridRetriever(BaseRetriever):
     ) -> list[tuple[str, float]]:
         """One keyword index's ranking of the question's pruned tokens, within the scope."""
         with stage(name):
-            tokens = self._keyword_tokens(question)
+            tokens = self._keyword_tokens(list(query_tokens(question)))
             if not tokens:
                 return []
             return search(tokens, tenant=self.scope.tenant, doc_ids=self.scope.doc_ids, limit=n)
@@ -243,7 +236,7 @@ class HybridRetriever(BaseRetriever):
         if not terms:
             return []
         return self.ledger.keyword_search_ranked(
-            [*self._keyword_tokens(question), *self.last_expansion],
+            [*self._keyword_tokens(tokens), *self.last_expansion],
             tenant=self.scope.tenant,
             doc_ids=self.scope.doc_ids,
             limit=self.candidates,

@@ -138,22 +138,6 @@ def with_number_variants(tokens: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-_YEAR_MONTH = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月")
-
-
-def date_phrases(text: str) -> list[str]:
-    """A keyword phrase for each year and month ``text`` names (2021年3月): the tokens
-    "2021 年 03 月" and "2021 年 3 月" in a row, as the index holds a title or cell written
-    "2021年03月" or "2021年3月". The phrase names one month where its parts name none: every
-    record of 2021 holds "2021", and nearly every dated one a "03" (a day, a time)."""
-    normalized = unicodedata.normalize("NFKC", text)
-    out: list[str] = []
-    for year, month in _YEAR_MONTH.findall(normalized):
-        if 1 <= int(month) <= 12:
-            out += [f"{year} 年 {int(month):02d} 月", f"{year} 年 {int(month)} 月"]
-    return list(dict.fromkeys(out))
-
-
 @lru_cache(maxsize=4096)
 def query_tokens(question: str) -> tuple[str, ...]:
     """Distinct tokens of a question, in order of appearance."""
