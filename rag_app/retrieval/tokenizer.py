@@ -9,7 +9,9 @@ output equals ``jieba.lcut_for_search`` (checked on 9.6 M characters of the shar
 tests/retrieval/test_tokenizer.py); without rjieba installed, jieba does all of it.
 
 Article labels such as 第三十三条 / 第33条 also produce one canonical token (``第33条``), so a
-question written with Arabic numerals finds an article written with Chinese numerals and back.
+question written with Arabic numerals finds an article written with Chinese numerals and back;
+a year and month (2021年3月, 2021年03月, 2021-03-01, 2021/3) one token ``2021年03月``
+(:func:`month_tokens`).
 """
 
 from __future__ import annotations
@@ -87,6 +89,26 @@ def label_tokens(text: str) -> list[str]:
     return out
 
 
+_MONTH = re.compile(
+    r"(?<!\d)((?:19|20)\d\d)(?:"
+    r"\s*年\s*(\d{1,2})\s*月"  # 2021年3月
+    r"|([-/.])(\d{1,2})\3\d{1,2}(?![\d.])"  # 2021-03-01, 2021.03.01
+    r"|[-/](\d{1,2})(?![\d.]|[-/]\d))"  # 2021-03, 2021/3 (not 2021.5: a number)
+)
+
+
+def month_tokens(text: str) -> list[str]:
+    """Canonical tokens for a year and month, ``2021年03月``, however they are written
+    (2021年3月, 2021年03月, 2021-03-01, 2021/3, 2021.03.01; not 2021.5). Apart, the two numbers name no month:
+    every record of 2021 holds "2021", and nearly every dated one a "03" (a day, a time)."""
+    out = []
+    for match in _MONTH.finditer(text):
+        year, month = match.group(1), match.group(2) or match.group(4) or match.group(5)
+        if 1 <= int(month) <= 12:
+            out.append(f"{year}年{int(month):02d}月")
+    return out
+
+
 def _jieba():  # type: ignore[no-untyped-def]
     global _jieba_ready
     import jieba
@@ -120,6 +142,7 @@ def tokenize(text: str) -> list[str]:
                 if tok and _WORD.search(tok) and tok not in STOPWORDS:
                     tokens.append(tok)
     tokens.extend(label_tokens(normalized))
+    tokens.extend(month_tokens(normalized))
     return tokens
 
 

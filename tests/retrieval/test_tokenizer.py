@@ -4,7 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.retrieval.tokenizer import chinese_number, label_tokens, query_tokens, tokenize
+from rag_app.retrieval.tokenizer import (
+    chinese_number,
+    label_tokens,
+    month_tokens,
+    query_tokens,
+    tokenize,
+)
 
 KNOWLEDGE = Path(__file__).resolve().parents[2] / "data" / "knowledge"
 
@@ -32,6 +38,17 @@ def test_article_labels_get_one_canonical_token_either_way() -> None:
     assert "第33条" in query_tokens("刑法第33条说了什么")
 
 
+def test_a_year_and_month_get_one_canonical_token_however_written() -> None:
+    for text in ("2021年3月", "2021年03月", "2021-03-01 08:00:00", "2021/3", "2021.03.05"):
+        assert month_tokens(text) == ["2021年03月"], text
+        assert "2021年03月" in tokenize(f"成交日期：{text}")
+    assert "2021年03月" in query_tokens("2021年3月春江山居成交了多少套？")
+    # not a month: a decimal, a span of years, month 13, a year alone, digits run together
+    for text in ("2021.5万元", "2019-2021年", "2021年13月", "2021年", "20210301", "12021-03"):
+        assert month_tokens(text) == [], text
+    assert month_tokens("2021-03-01至2021-04-30") == ["2021年03月", "2021年04月"]
+
+
 def test_stopwords_and_punctuation_are_dropped() -> None:
     tokens = query_tokens("密码多久需要修改一次？")
     assert "密码" in tokens and "修改" in tokens
@@ -49,11 +66,15 @@ def _reference_tokenize(text: str) -> list[str]:
 
     normalized = unicodedata.normalize("NFKC", text).lower()
     word = re.compile(r"\w", re.UNICODE)
-    return [
-        tok.strip()
-        for tok in jieba.lcut_for_search(normalized)
-        if tok.strip() and word.search(tok) and tok.strip() not in STOPWORDS
-    ] + label_tokens(normalized)
+    return (
+        [
+            tok.strip()
+            for tok in jieba.lcut_for_search(normalized)
+            if tok.strip() and word.search(tok) and tok.strip() not in STOPWORDS
+        ]
+        + label_tokens(normalized)
+        + month_tokens(normalized)
+    )
 
 
 def test_tokens_equal_jieba_search_mode_on_mixed_text() -> None:
