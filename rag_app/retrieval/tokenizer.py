@@ -99,8 +99,9 @@ _MONTH = re.compile(
 
 def month_tokens(text: str) -> list[str]:
     """Canonical tokens for a year and month, ``2021年03月``, however they are written
-    (2021年3月, 2021年03月, 2021-03-01, 2021/3, 2021.03.01; not 2021.5). Apart, the two numbers name no month:
-    every record of 2021 holds "2021", and nearly every dated one a "03" (a day, a time)."""
+    (2021年3月, 2021年03月, 2021-03-01, 2021/3, 2021.03.01; not the number 2021.5). Apart, the
+    two numbers name no month: every record of 2021 holds "2021", and nearly every dated one a
+    "03" (a day, a time)."""
     out = []
     for match in _MONTH.finditer(text):
         year, month = match.group(1), match.group(2) or match.group(4) or match.group(5)

@@ -1,4 +1,5 @@
-"""A question's month written without its leading zero finds the table of that month."""
+"""A question's year and month find the table of that month: written without the leading zero,
+and against tables whose every row holds the year and a day of the same number."""
 
 from __future__ import annotations
 
@@ -12,16 +13,20 @@ def _table(month: str, rows: list[tuple[str, int]]) -> str:
     )
 
 
+def _keyword_texts(kb, question: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """The texts of the keyword branch's five best chunks for ``question``, best first."""
+    ranked = kb.engine.retriever_factory("default", 10, None).keyword(question, 5)
+    chunks = kb.ledger.active_chunks_by_id([cid for cid, _ in ranked])
+    return [chunks[cid].text for cid, _ in ranked]
+
+
 def test_single_digit_month_finds_the_zero_padded_table(kb, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     names = ["云溪花园", "春江山居", "翠湖名苑"]
     for month in ("05", "06", "07", "08", "03"):  # the asked month last
         doc = tmp_path / f"成交{month}.md"
         doc.write_text(_table(month, [(n, 10 + i) for i, n in enumerate(names)]), encoding="utf-8")
         kb.ingest([doc])
-    retriever = kb.engine.retriever_factory("default", 10, None)
-    ranked = retriever.keyword("2021年3月春江山居成交了多少套？", 5)
-    chunks = kb.ledger.active_chunks_by_id([cid for cid, _ in ranked])
-    texts = [chunks[cid].text for cid, _ in ranked]
+    texts = _keyword_texts(kb, "2021年3月春江山居成交了多少套？")
     assert texts and "2021年03月" in texts[0], texts[:2]
 
 
@@ -45,8 +50,5 @@ def test_a_year_and_month_find_that_months_table_not_one_holding_both_numbers(  
             encoding="utf-8",
         )
         kb.ingest([doc])
-    retriever = kb.engine.retriever_factory("default", 10, None)
-    ranked = retriever.keyword("2021年3月春江山居成交了多少套？", 5)
-    chunks = kb.ledger.active_chunks_by_id([cid for cid, _ in ranked])
-    texts = [chunks[cid].text for cid, _ in ranked]
+    texts = _keyword_texts(kb, "2021年3月春江山居成交了多少套？")
     assert texts and "2021年03月" in texts[0], texts[:2]
