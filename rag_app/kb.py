@@ -23,13 +23,16 @@ from rag_app.embeddings import load_embedding
 from rag_app.engine import AnswerEngine
 from rag_app.faults import fault_point
 from rag_app.ingestion.files import collect_files, internal_error, make_doc_id
+from rag_app.ingestion.row_entries import row_keywords
 from rag_app.ingestion.service import IngestionService, ProgressCallback
 from rag_app.query import QueryService, node_to_source
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.stats import TermStatistics
+from rag_app.retrieval.tokenizer import TOKENS_VERSION, tokenize
 from rag_app.store import doctor
 from rag_app.store.collection_name import collection_for
 from rag_app.store.ledger import Ledger
+from rag_app.store.retokenize import retokenize_keywords
 from rag_app.store.vectors import VectorStore
 from rag_app.store.writer_lock import WriterLock
 from rag_app.types import Answer, ChunkInfo, DocumentInfo, FileResult, IngestReport, Source
@@ -88,6 +91,10 @@ class KnowledgeBase:
                 )
             collection = collection_for(self.ledger, settings.collection)  # before the meta
             self._check_embedding_matches()
+            if not read_only:  # a keyword-only tokenizer change: no re-embedding
+                retokenize_keywords(
+                    self.ledger, version=TOKENS_VERSION, tokenize=tokenize, row_tokens=row_keywords
+                )
             self.vectors = VectorStore(
                 path=self.path / "chroma", url=settings.chroma_url, collection=collection
             )

@@ -55,7 +55,9 @@ def pipeline_fingerprint(settings: Settings) -> str:
             settings.section_level,
             settings.embedding,
             # v2: a .txt title line roots the heading path; PDF pages without text are OCR'd
-            # v3: keyword tokens carry a canonical year-month token (2021年03月)
+            # v3: keyword tokens carry a canonical year-month token (2021年03月); a keyword-only
+            # change now bumps tokenizer.TOKENS_VERSION instead (store/retokenize.py: no
+            # re-chunking or re-embedding)
             "v3",
             # only when on, so that the fingerprints of knowledge bases without it stay as they were
             *(["rows"] if settings.table_row_entries else []),

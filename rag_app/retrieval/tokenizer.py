@@ -123,6 +123,13 @@ def _jieba():  # type: ignore[no-untyped-def]
     return jieba
 
 
+# What ``tokenize`` makes of a text: change it whenever its output changes. A knowledge base
+# whose keyword index holds tokens of another version re-tokenises it from its chunk rows when a
+# writer opens it (store/retokenize.py): a keyword-only change needs no re-chunking or
+# re-embedding. 3: the canonical year-month token (2021年03月).
+TOKENS_VERSION = "3"
+
+
 def tokenize(text: str) -> list[str]:
     """Index/query tokens: jieba ``lcut_for_search``, lower-cased, no punctuation or stopwords."""
     normalized = unicodedata.normalize("NFKC", text).lower()

@@ -39,6 +39,9 @@ class KeywordIndex(Protocol):
 
     def delete_document(self, conn: Connection, doc_id: str) -> None: ...
 
+    def delete_all(self, conn: Connection) -> None:
+        """Every row (the index is about to be written again: store/retokenize.py)."""
+
     def count_inactive(self, conn: Connection) -> int:
         """Rows whose (document, version) is not active (left by a crash)."""
 
@@ -91,6 +94,9 @@ class NoKeywordIndex:
         pass
 
     def delete_document(self, conn: Connection, doc_id: str) -> None:
+        pass
+
+    def delete_all(self, conn: Connection) -> None:
         pass
 
     def count_inactive(self, conn: Connection) -> int:

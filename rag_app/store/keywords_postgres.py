@@ -101,6 +101,9 @@ class PostgresKeywordIndex:
     def delete_document(self, conn: Connection, doc_id: str) -> None:
         conn.execute(delete(chunk_keywords).where(chunk_keywords.c.doc_id == doc_id))
 
+    def delete_all(self, conn: Connection) -> None:
+        conn.execute(delete(chunk_keywords))
+
     def count_inactive(self, conn: Connection) -> int:
         return int(
             conn.execute(

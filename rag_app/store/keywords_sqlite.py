@@ -107,6 +107,16 @@ class SqliteKeywordIndex:
     def delete_document(self, conn: Connection, doc_id: str) -> None:
         _delete_fts_rows(conn, self.table, "doc_id = :d", {"d": doc_id})
 
+    def delete_all(self, conn: Connection) -> None:
+        conn.execute(text(f"DELETE FROM {self.table}"))
+        conn.execute(text(f"DELETE FROM {self.table}_rows"))
+
+    def chunk_ids(self, conn: Connection) -> set[str]:
+        """The chunks the index holds rows of (a scan: for the rare whole-index rewrite)."""
+        return {
+            str(r[0]) for r in conn.execute(text(f"SELECT DISTINCT chunk_id FROM {self.table}"))
+        }
+
     def count_inactive(self, conn: Connection) -> int:
         fts_where = _NOT_ACTIVE.format(t=self.table)
         return int(
