@@ -104,7 +104,12 @@ class AnswerLocator:
         self.stats = stats
         self.threshold = threshold
         self.specificity = WordSpecificity()
-        embed = cosine_embedder(embed_model) if embed_model is not None else None
+        # the embedding features only for a model that weighs them (model.reads_embeddings)
+        embed = (
+            cosine_embedder(embed_model)
+            if embed_model is not None and model.reads_embeddings()
+            else None
+        )
         self.extractor = FeatureExtractor(analyzer.lexicon, embed)
 
     def features(

@@ -30,6 +30,10 @@ from rag_app.answer.question_features import QUESTION_FEATURES
 
 DEFAULT_MODEL = Path(__file__).with_name("answer_model.json")
 PRESETS = ("strict", "balanced", "lenient")
+# The features read from the embedding model: each question embeds its best units and their
+# clauses for them, most of the answer step's time. Computed only for a model that weighs them.
+EMBEDDING_FEATURES = ("dense", "dense_gap", "asked_sim")
+EMBEDDING_QUESTION_FEATURES = ("dense_max", "asked_sim_max")
 
 
 class LinearModel(BaseModel):
@@ -140,6 +144,22 @@ class AnswerModel(BaseModel):
             return cls.model_validate(json.loads(target.read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:
             raise ValueError(f"could not load the answer model {target}: {exc}") from exc
+
+    def reads_embeddings(self) -> bool:
+        """Whether a unit, support or gate weight rests on a feature of the embedding model.
+        When none does (the fit gave them no weight), the locator leaves them uncomputed: the
+        same probabilities, without embedding every question's units."""
+        for m in (self.unit, self.support, self.gate):
+            if m is None:
+                continue
+            used = (
+                [f for f, c in zip(m.features, m.coef, strict=True) if c != 0]
+                if isinstance(m, LinearModel)
+                else m.features
+            )
+            if any(f in EMBEDDING_FEATURES or f in EMBEDDING_QUESTION_FEATURES for f in used):
+                return True
+        return False
 
     def unit_probabilities(self, x: np.ndarray) -> np.ndarray:
         """One probability per unit (rows of ``x``, columns :data:`FEATURES`)."""

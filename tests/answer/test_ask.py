@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from rag_app.types import REFUSAL
 
 ANSWERABLE = {
@@ -140,3 +142,28 @@ def test_a_refusal_names_the_rival_value_read_like_the_feature(kb, embed_model, 
         strict.close()
     assert refused.refused and refused.reason == "constraint_missing", refused.explanation
     assert refused.explanation == "只找到了“15日”的资料，没有“20天”的。", refused.explanation
+
+
+def test_features_the_model_does_not_weigh_change_no_decision(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    """The bundled model gives the embedding features no weight, so the locator leaves them
+    uncomputed; computing them anyway changes no decision, probability or unit order."""
+    from rag_app.answer.locator import cosine_embedder
+
+    locator = sample_kb.engine.gate._locator
+    if locator.model.reads_embeddings():
+        pytest.skip("the bundled model weighs the embedding features: they are computed")
+    assert locator.extractor.embed is None
+    questions = [*ANSWERABLE, *UNANSWERABLE, "出差回来怎么报销？", "怎样才能让多肉植物长得更胖？"]
+    evidence = {q: sample_kb.engine.evidence(q, top_k=5) for q in questions}
+    without = {q: locator.locate(q, n) for q, n in evidence.items()}
+    locator.extractor.embed = cosine_embedder(sample_kb.embed_model)
+    try:
+        embedded = {q: locator.locate(q, n) for q, n in evidence.items()}
+    finally:
+        locator.extractor.embed = None
+    for q in questions:
+        a, b = without[q], embedded[q]
+        assert (a.refused, a.best) == (b.refused, b.best), q
+        assert [(u.unit.text, u.probability) for u in a.units] == [
+            (u.unit.text, u.probability) for u in b.units
+        ], q

@@ -135,3 +135,32 @@ def test_subjects_present_needs_every_subject_of_a_several_subject_question() ->
     assert present(both, ["苏某某，脉搏：88次/分", "廉某某，脉搏：76次/分"]) == 1.0
     assert present(both, ["苏某某，脉搏：88次/分", "元某某，脉搏：76次/分"]) == 0.0
     assert present("苏某某的脉搏是多少？", ["苏某某，脉搏：88次/分", "其他"]) == 0.0
+
+
+def test_the_embedding_features_are_read_only_by_a_model_that_weighs_them(tmp_path: Path) -> None:
+    """A model with no weight on a feature of the embedding model (the fit may give them none)
+    reads none: the locator then skips embedding the units. Any weight on one, in the unit,
+    support or gate model, or a tree gate that splits on one, makes the model read them."""
+    data = json.loads(DEFAULT_MODEL.read_text(encoding="utf-8"))
+    for part in ("unit", "support"):
+        for f in ("dense", "dense_gap", "asked_sim"):
+            if f in data[part]["features"]:
+                data[part]["coef"][data[part]["features"].index(f)] = 0.0
+    data["gate"]["features"] = [
+        f for f in data["gate"]["features"] if f not in ("dense_max", "asked_sim_max")
+    ]
+    n = len(data["gate"]["features"])
+    data["gate"].update(mean=data["gate"]["mean"][:n], scale=data["gate"]["scale"][:n],
+                        coef=data["gate"]["coef"][:n])  # fmt: skip
+    assert not AnswerModel.model_validate(data).reads_embeddings()
+    weighed = json.loads(json.dumps(data))
+    weighed["support"]["coef"][weighed["support"]["features"].index("dense")] = 0.2
+    assert AnswerModel.model_validate(weighed).reads_embeddings()
+    gate = {"kind": "linear", "features": ["p_best_logit", "asked_sim_max"], "mean": [0.0, 0.0],
+            "scale": [1.0, 1.0], "coef": [1.0, 0.0], "intercept": 0.0}  # fmt: skip
+    assert not AnswerModel.model_validate(data | {"gate": gate}).reads_embeddings()
+    gate["coef"] = [1.0, 0.5]
+    assert AnswerModel.model_validate(data | {"gate": gate}).reads_embeddings()
+    trees = {"kind": "trees", "features": ["p_best_logit", "dense_max"], "baseline": 0.0,
+             "trees": []}  # fmt: skip
+    assert AnswerModel.model_validate(data | {"gate": trees}).reads_embeddings()
