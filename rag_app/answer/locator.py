@@ -28,7 +28,12 @@ from rag_app.answer.features import (
     term_credit,
 )
 from rag_app.answer.model import AnswerModel
-from rag_app.answer.question_features import question_terms, question_vector
+from rag_app.answer.question_features import (
+    question_terms,
+    question_vector,
+    said,
+    with_canonical_forms,
+)
 from rag_app.answer.units import AnswerUnit, evidence_units
 from rag_app.retrieval.stats import TermStatistics
 
@@ -175,6 +180,7 @@ class AnswerLocator:
         everything = self._normalize("\n".join(
             str(n.node.metadata.get("title_path", "")) + "\n" + n.node.get_content() for n in nodes
         ))  # fmt: skip
+        everything = with_canonical_forms(everything)  # read as the gate reads it
         for entity in analysis.entities:
             if self._normalize(entity) not in everything:
                 return "entity_missing", f"检索到的资料中没有提到“{entity}”。"
@@ -186,7 +192,7 @@ class AnswerLocator:
             found = f"“{rival}”" if rival else f"“{_short(top.unit)}”等相关内容"
             return "constraint_missing", f"只找到了{found}的资料，没有{values}的。"
         missing = [
-            t for t in analysis.terms if len(t) >= 2 and self._normalize(t) not in everything
+            t for t in analysis.terms if len(t) >= 2 and not said(self._normalize(t), everything)
         ]
         asked = [t for t in missing if t in analysis.phrase or t in analysis.focus]
         if asked or missing:  # the most specific word of what is asked, else of the question

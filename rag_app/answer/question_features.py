@@ -15,6 +15,7 @@ import numpy as np
 
 from rag_app.analysis.question import VALUE_TYPES, QuestionAnalysis
 from rag_app.answer.features import FEATURES
+from rag_app.retrieval.tokenizer import canonical_forms
 
 FACT_TYPES = (*VALUE_TYPES, "what", "definition", "list")
 
@@ -85,7 +86,23 @@ def _rarest_missing(terms: Sequence[str], frequencies: dict[str, int], evidence:
     if not words:
         return 0.0
     rarest = min(words, key=lambda t: (frequencies.get(t, 0), -len(t)))
-    return 0.0 if rarest.lower() in evidence else 1.0
+    return 0.0 if said(rarest, evidence) else 1.0
+
+
+def with_canonical_forms(text: str) -> str:
+    """``text`` (lower-cased) followed by its canonical tokens (2021年03月 of "2021年3月",
+    第33条 of "第三十三条"): what the question's terms are looked up in."""
+    text = text.lower()
+    return text + "\n" + " ".join(canonical_forms(text))
+
+
+def said(term: str, evidence: str) -> bool:
+    """Whether ``evidence`` (:func:`with_canonical_forms`) holds ``term``, written as the term
+    or, for a label or a date, in another form (第三十三条 where it says 第33条)."""
+    if term.lower() in evidence:
+        return True
+    forms = canonical_forms(term)
+    return bool(forms) and all(f in evidence for f in forms)
 
 
 def _logit(p: float) -> float:
@@ -105,11 +122,7 @@ def specific_missing(
     words = [t for t in analysis.terms if len(t) >= 2]
     words = [t for t in words if not any(t != u and t in u for u in words)]
     return max(
-        (
-            1.0 if t in analysis.names else specificity(t)
-            for t in words
-            if t.lower() not in evidence
-        ),
+        (1.0 if t in analysis.names else specificity(t) for t in words if not said(t, evidence)),
         default=0.0,
     )
 
@@ -129,7 +142,7 @@ def question_vector(
     units' texts; ``specificity``: a word's specificity in general Chinese)."""
     if not len(probs):
         return np.zeros(len(QUESTION_FEATURES))
-    evidence = "\n".join(texts).lower()
+    evidence = with_canonical_forms("\n".join(texts))
     head_unseen = 1.0 if analysis.head and frequencies.get(analysis.head, 0) == 0 else 0.0
     unseen = sum(1 for t in analysis.terms if frequencies.get(t, 0) == 0)
     unseen_share = unseen / len(analysis.terms) if analysis.terms else 0.0

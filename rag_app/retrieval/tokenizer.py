@@ -110,6 +110,14 @@ def month_tokens(text: str) -> list[str]:
     return out
 
 
+def canonical_forms(text: str) -> list[str]:
+    """The canonical tokens ``tokenize`` adds for ``text`` (第33条, 2021年03月): appended to a
+    text that is searched for a question's terms, they let a term in canonical form be found
+    in a text that writes it otherwise (第三十三条, 2021年3月)."""
+    normalized = unicodedata.normalize("NFKC", text).lower()
+    return [*label_tokens(normalized), *month_tokens(normalized)]
+
+
 def _jieba():  # type: ignore[no-untyped-def]
     global _jieba_ready
     import jieba

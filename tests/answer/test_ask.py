@@ -144,6 +144,32 @@ def test_a_refusal_names_the_rival_value_read_like_the_feature(kb, embed_model, 
     assert refused.explanation == "只找到了“15日”的资料，没有“20天”的。", refused.explanation
 
 
+def test_a_refusal_never_names_a_date_the_evidence_writes_otherwise(
+    kb, embed_model, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """The question's 2021年3月 is indexed as 2021年03月 too; a refusal must not say that the
+    evidence lacks it when the evidence says 2021年3月."""
+    from rag_app import KnowledgeBase
+
+    doc = tmp_path / "sales.md"
+    doc.write_text(
+        "# 华东区销售月报\n\n## 2021年3月\n\n2021年3月华东区销售额为1200万元，同比增长15%。\n",
+        encoding="utf-8",
+    )
+    kb.ingest([doc])
+    strict = KnowledgeBase.open(
+        kb.path, embed_model=embed_model, gate_threshold=0.999, read_only=True
+    )
+    try:
+        refused = [strict.ask(q) for q in ("2021年3月华东区销售额同比增长了多少？",
+                                          "华东区2021年3月的销售额是多少")]  # fmt: skip
+    finally:
+        strict.close()
+    for answer in refused:
+        assert answer.refused and answer.explanation
+        assert "2021年03月" not in answer.explanation, answer.explanation
+
+
 def test_features_the_model_does_not_weigh_change_no_decision(sample_kb) -> None:  # type: ignore[no-untyped-def]
     """The bundled model gives the embedding features no weight, so the locator leaves them
     uncomputed; computing them anyway changes no decision, probability or unit order."""

@@ -164,3 +164,22 @@ def test_the_embedding_features_are_read_only_by_a_model_that_weighs_them(tmp_pa
     trees = {"kind": "trees", "features": ["p_best_logit", "dense_max"], "baseline": 0.0,
              "trees": []}  # fmt: skip
     assert AnswerModel.model_validate(data | {"gate": trees}).reads_embeddings()
+
+
+def test_a_date_or_article_written_otherwise_is_not_a_missing_word() -> None:
+    """The question's canonical tokens (2021年03月, 第33条) are found in evidence that writes
+    them otherwise (2021年3月, 2021-03-01, 第三十三条); another month is still missing."""
+    analyzer = QuestionAnalyzer()
+    x = np.zeros((1, len(FEATURES)))
+    col = QUESTION_FEATURES.index("specific_missing")
+
+    def missing(question: str, text: str) -> float:
+        vec = question_vector(analyzer(question), x, np.array([0.5]), {}, [text], lambda w: 0.9)
+        return float(vec[col])
+
+    asked = "2021年3月华东区的销售额是多少？"
+    assert missing(asked, "2021年3月华东区销售额为1200万元") == 0.0
+    assert missing(asked, "2021-03-01 华东区销售额为1200万元") == 0.0
+    assert missing(asked, "2021年4月华东区销售额为980万元") > 0.0
+    assert missing("第三十三条的罚款是多少？", "第33条 违反规定的，罚款500元") == 0.0
+    assert missing("第33条的罚款是多少？", "第三十三条 违反规定的，罚款500元") == 0.0
