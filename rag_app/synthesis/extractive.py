@@ -113,6 +113,25 @@ def _other_row(best: ScoredUnit, s: ScoredUnit, decision: AnswerDecision) -> boo
     return any(any(k in c for c in a.cells) and not any(k in c for c in b.cells) for k in keys if k)
 
 
+def _is_question(scored: ScoredUnit) -> bool:
+    return scored.unit.kind == "sentence" and scored.unit.text.rstrip("*").rstrip().endswith(
+        ("？", "?")
+    )
+
+
+def _answer_after_question(decision: AnswerDecision) -> ScoredUnit:
+    """The best unit, unless it is itself a question (an FAQ's "问：…？" matches the question
+    best, and answers nothing): then the unit right after it in its passage, its answer."""
+    best = decision.units[0]
+    if not _is_question(best):
+        return best
+    return next(
+        (s for s in decision.units
+         if s.unit.source == best.unit.source and s.unit.index == best.unit.index + 1),
+        best,
+    )  # fmt: skip
+
+
 def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citation]]:
     """Answer text with ``[n]`` markers and the cited units, best first."""
     if not decision.units or decision.analysis is None:
@@ -121,7 +140,7 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
     if article:
         text = "\n".join(f"{s.unit.text} [{s.unit.source}]" for s in article)
         return text, [citation_of(s) for s in article]
-    best = decision.units[0]
+    best = _answer_after_question(decision)
     lines: list[str] = []
     cited: list[ScoredUnit] = [best]
     unit = best.unit
@@ -143,6 +162,9 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
                 cited.append(s)
     elif unit.kind == "item" and unit.context and unit.context not in unit.text:
         lines.append(f"{unit.text} [{unit.source}]（{unit.context}）")
+    elif best is not decision.units[0]:  # the answer, with the question it answers
+        asked = decision.units[0].unit.text.strip().strip("*").strip()
+        lines.append(f"{unit.text} [{unit.source}]（{asked}）")
     else:
         lines.append(f"{unit.text} [{unit.source}]")
     if unit.text.rstrip("*").rstrip().endswith(("：", ":")):
@@ -150,7 +172,9 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
             lines.append(f"{s.unit.text} [{s.unit.source}]")
             cited.append(s)
     support = 0
-    for s in decision.units[1:]:
+    for s in decision.units:
+        if s is best or _is_question(s):  # a question supports no answer
+            continue
         if support >= MAX_SUPPORT or s.probability < SUPPORT_SHARE * best.probability:
             break
         if s in cited or s.probability < SUPPORT_FLOOR:

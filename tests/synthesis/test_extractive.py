@@ -122,3 +122,27 @@ def test_a_row_for_another_subject_is_not_support() -> None:
     d = decision("部门负责人乘坐火车是什么标准？", both, [0.9, 0.8])
     _, cited = compose(d, ANALYZER.lexicon)
     assert len(cited) == 2
+
+
+FAQ = """问：忘记了域账号密码怎么办？
+答：可以在自助服务门户通过手机验证码自助重置密码。
+问：账号被锁定了怎么处理？
+答：连续5次输错密码会锁定30分钟，期满自动解锁。
+"""
+
+
+def test_a_restated_question_leads_with_its_answer_not_itself() -> None:
+    """An FAQ's question line matches a paraphrase best and answers nothing: the answer after
+    it leads, with the question it answers beside it; the question is not cited as support."""
+    d = decision("密码忘了怎么办？", FAQ, [0.9, 0.6, 0.3, 0.2])
+    text, cited = compose(d, ANALYZER.lexicon)
+    lines = text.splitlines()
+    assert (
+        lines[0].startswith("答：可以在自助服务门户")
+        and "（问：忘记了域账号密码怎么办？）" in lines[0]
+    )
+    assert cited[0].text.startswith("答：") and not any(c.text.endswith("？") for c in cited)
+    # an answer unit that is best stays first, with nothing beside it
+    d = decision("密码忘了怎么重置？", FAQ, [0.6, 0.9, 0.3, 0.2])
+    text, _ = compose(d, ANALYZER.lexicon)
+    assert text.splitlines()[0] == "答：可以在自助服务门户通过手机验证码自助重置密码。 [1]"
