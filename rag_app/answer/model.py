@@ -148,12 +148,13 @@ class AnswerModel(BaseModel):
     def reads_embeddings(self) -> bool:
         """Whether a unit, support or gate weight rests on a feature of the embedding model.
         When none does (the fit gave them no weight), the locator leaves them uncomputed: the
-        same probabilities, without embedding every question's units."""
+        same probabilities, without embedding every question's units. A weight the solver left
+        at rounding noise (1e-16) is none."""
         for m in (self.unit, self.support, self.gate):
             if m is None:
                 continue
             used = (
-                [f for f, c in zip(m.features, m.coef, strict=True) if c != 0]
+                [f for f, c in zip(m.features, m.coef, strict=True) if abs(c) > 1e-9]
                 if isinstance(m, LinearModel)
                 else m.features
             )

@@ -153,6 +153,9 @@ def test_the_embedding_features_are_read_only_by_a_model_that_weighs_them(tmp_pa
     data["gate"].update(mean=data["gate"]["mean"][:n], scale=data["gate"]["scale"][:n],
                         coef=data["gate"]["coef"][:n])  # fmt: skip
     assert not AnswerModel.model_validate(data).reads_embeddings()
+    noise = json.loads(json.dumps(data))
+    noise["unit"]["coef"][noise["unit"]["features"].index("dense")] = -2e-16  # solver noise
+    assert not AnswerModel.model_validate(noise).reads_embeddings()
     weighed = json.loads(json.dumps(data))
     weighed["support"]["coef"][weighed["support"]["features"].index("dense")] = 0.2
     assert AnswerModel.model_validate(weighed).reads_embeddings()
