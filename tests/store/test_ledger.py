@@ -61,13 +61,20 @@ def begin(ledger: Ledger, doc_id: str, tenant: str = "default") -> int:
 
 
 def commit(
-    ledger: Ledger, doc_id: str, version: int, texts: Sequence[str], tenant: str = "default"
+    ledger: Ledger,
+    doc_id: str,
+    version: int,
+    texts: Sequence[str],
+    tenant: str = "default",
+    *,
+    rows: Sequence[dict[str, object]] | None = None,
 ) -> None:
+    """Commit ``texts`` as the document's version (``rows``: chunk rows made otherwise)."""
     ledger.commit_version(
         doc_id=doc_id,
         tenant=tenant,
         version=version,
-        rows=make_rows(doc_id, version, texts),
+        rows=make_rows(doc_id, version, texts) if rows is None else rows,
         content_hash=f"hash-{doc_id}-{version}",
         fingerprint="fp",
         doc_type="markdown",

@@ -14,7 +14,7 @@ from rag_app.retrieval.tokenizer import TOKENS_VERSION, query_tokens, tokenize
 from rag_app.store.ledger import Ledger, chunks
 from rag_app.store.retokenize import TOKENS_META, keyword_text, retokenize_keywords
 from rag_app.store.schema import set_meta
-from tests.store.test_ledger import begin, make_rows
+from tests.store.test_ledger import begin, commit, make_rows
 
 
 @pytest.fixture
@@ -40,27 +40,12 @@ def _stale(ledger: Ledger, rows: dict[str, str], version: str = "0") -> None:
     ledger.keywords_changed()
 
 
-def _commit(ledger: Ledger, version: int, rows: list[dict[str, object]]) -> None:
-    ledger.commit_version(
-        doc_id="d1",
-        tenant="default",
-        version=version,
-        rows=rows,
-        content_hash="h",
-        fingerprint="fp",
-        doc_type="markdown",
-        title="d1",
-        source="/src/d1.md",
-        size=100,
-    )
-
-
 def test_an_index_of_another_tokenizer_version_is_rewritten_once(ledger: Ledger) -> None:
     texts = ["2021年3月的销售报表由财务部汇总", "报销单据须在三十日内提交"]
     version = begin(ledger, "d1")
     rows = make_rows("d1", version, texts)
     rows[0]["title_path"] = "财务制度 > 报表"
-    _commit(ledger, version, rows)
+    commit(ledger, "d1", version, [], rows=rows)
     _stale(ledger, {r["chunk_id"]: "旧词" for r in rows})
     assert ledger.keyword_search(["汇总"], tenant="default") == []
 
@@ -150,7 +135,7 @@ def test_a_read_only_open_leaves_the_index_as_it_is(tmp_path: Path, embed_model)
 def test_inactive_chunk_rows_get_no_keyword_rows(ledger: Ledger) -> None:
     version = begin(ledger, "d1")
     rows = make_rows("d1", version, ["仓库盘点每月一次"])
-    _commit(ledger, version, rows)
+    commit(ledger, "d1", version, [], rows=rows)
     with ledger.engine.begin() as conn:  # a crash's leftover: chunks of a version never active
         conn.execute(
             chunks.insert(),
