@@ -133,13 +133,13 @@ class QuestionAnalyzer:
             if not lex.is_function_word(t) and t not in lex.anonymised_marks
         ]
         terms = list(dict.fromkeys([*names, *terms]))
-        # asked of several subjects at once (A和B分别…, A与B谁更…, two people): the gate checks
-        # that the evidence names each of them
+        # asked of several subjects at once (A和B分别…, A与B谁更…, two people side by side): the
+        # gate checks that the evidence names each of them
         named = list(dict.fromkeys([*names, *entities]))
         each = (
             any(w in lex.distributives for w, _ in words)
             or (chosen is not None and chosen[3] == "choice")
-            or len(names) >= 2
+            or _side_by_side(question, names, lex.conjunctions)
         )
         # a head only where one thing is asked for: not in a yes/no, how or why question, whose
         # own words ("老公欠的债我要还吗") need not be the documents'
@@ -383,6 +383,17 @@ def _copula_subject(spans: list[tuple[int, int, str, str]], run: list[int]) -> b
     """The run's last word has two or more characters and a copula (是, 为) follows it."""
     last = run[-1]
     return len(spans[last][2]) >= 2 and last + 1 < len(spans) and spans[last + 1][2] in _COPULAS
+
+
+def _side_by_side(question: str, names: list[str], conjunctions: list[str]) -> bool:
+    """Two anonymised names joined by a conjunction or 、 with no 的 between them (A和B, A、B):
+    several people asked about; in "张某的律师李某某" the first only qualifies the second."""
+    at = sorted((question.find(n), n) for n in names)
+    for (i, a), (j, _) in zip(at, at[1:], strict=False):
+        gap = question[i + len(a) : j]
+        if "的" not in gap and any(c in gap for c in (*conjunctions, "、")):
+            return True
+    return False
 
 
 def _blank_cues(question: str, cues: list[tuple[int, int, str, str]]) -> str:

@@ -258,3 +258,12 @@ def test_the_subjects_of_a_question_asked_of_several_at_once(analyzer: QuestionA
     assert analyzer("苏某某和廉某某的脉搏谁更快？").subjects == ["苏某某", "廉某某"]
     assert analyzer("被告人尹某的血型是什么？").subjects == []
     assert analyzer("云溪花园的平均房价是多少？").subjects == []  # 平均 holds 均, no distributive
+
+
+def test_two_names_in_a_chain_of_de_are_one_subject(analyzer: QuestionAnalyzer) -> None:
+    """Names joined by a conjunction (和, 与, 、) are several subjects; a name that qualifies
+    another through 的 (张某的律师李某某) is not: only the last is asked about."""
+    assert analyzer("王某某与钱某的住址分别在哪里？").subjects == ["王某某", "钱某"]
+    assert analyzer("王某某、钱某的籍贯是哪里？").subjects[:2] == ["王某某", "钱某"]
+    assert analyzer("张某的律师李某某的电话是多少？").subjects == []
+    assert analyzer("张某的律师李某某的电话是多少？").names == ["张某", "李某某"]
