@@ -67,7 +67,7 @@ UNIT_SIGNS = {
     "value_with_head": 1, "dense": 1, "dense_gap": 1, "rank": 1,
     "first_in_node": 0, "phrase_unit": 1, "phrase_ctx": 1, "column": 1,
     "cov_titled": 1, "bigram_titled": 1, "head_titled": 1, "phrase_titled": 1,
-    "focus_titled": 1, "entity_titled": 1, "head_bound": 1,
+    "focus_titled": 1, "entity_titled": 1, "head_bound": 1, "cov_own": 1,
 }  # fmt: skip
 # The unit model ranks units read under their headings (the *_titled features in place of the
 # unit's own) and knows whether the asked head labels a value in the unit (head_bound). Leave-
@@ -78,7 +78,9 @@ UNIT_SIGNS = {
 # subject made any sentence under it look like support (dragonball's unanswerable refused 48.5
 # -> 40.9 %, LODO). head_bound in the support model moved no gate cell by more than 1.5 points
 # (dragonball's unanswerable 48.5 -> 47.0 %), so it ranks only.
-SUPPORT_SIGNS = {f: s for f, s in UNIT_SIGNS.items() if f not in TITLED and f != "head_bound"}
+SUPPORT_SIGNS = {
+    f: s for f, s in UNIT_SIGNS.items() if f not in TITLED and f not in ("head_bound", "cov_own")
+}
 UNIT_SIGNS = {
     f: s for f, s in UNIT_SIGNS.items() if not f.endswith("_unit") or f[:-5] + "_titled" not in TITLED
 }  # fmt: skip

@@ -71,6 +71,9 @@ FEATURES: tuple[str, ...] = (
     # the unit holds a value of the form of a stated value (2021年09月 for 2021年10月) and the
     # evidence none of the stated values: the unit is about another period, age or amount
     "constraint_rival",
+    # coverage of the question by the unit's own words: a row's cells without their column
+    # names, an item without its lead-in (a header or lead-in is shared by every unit under it)
+    "cov_own",
 )
 TITLED: frozenset[str] = frozenset(f for f in FEATURES if f.endswith("_titled"))
 
@@ -354,6 +357,7 @@ class FeatureExtractor:
                     1.0 if bound is not None and bound.search(text) else 0.0,
                     constraint_any,
                     float(_rival_in(stated, forms, text) is not None),
+                    weighted_coverage(w, _norm(lex, " ".join(u.cells) if u.cells else u.text)),
                 ]
             )
         x = np.asarray(rows, dtype=np.float64).reshape(len(units), len(FEATURES))

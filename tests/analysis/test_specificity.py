@@ -30,3 +30,14 @@ def test_a_phrase_of_everyday_words_is_not_taken_for_a_name(specificity: WordSpe
     assert specificity("更高") < specificity("禁药")
     # a code or a number the dictionary can't cut is as specific as a word can be
     assert specificity("XQ7731") == 1.0
+
+
+def test_a_quantity_is_everyday_whatever_its_dictionary_count(
+    specificity: WordSpecificity,
+) -> None:
+    """A numeral and a measure word (一晚, 两家, 十天) counts a thing, it names none: read as its
+    characters, however rarely the dictionary lists the pair (一晚: 3 times)."""
+    for quantity in ("一晚", "两家", "十天", "每晚", "三次"):
+        assert specificity(quantity) < 0.5, quantity
+        assert specificity(quantity) < specificity("禁药")
+    assert specificity("2005") == 1.0  # a number on its own is still as specific as can be

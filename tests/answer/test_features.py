@@ -231,3 +231,18 @@ def test_the_head_labels_a_value() -> None:
     assert col(x, "head_bound").tolist() == [1.0, 0.0, 0.0]
     _, y = features("等待期是多少天？", ["等待期为180日。"])
     assert col(y, "head_bound")[0] == 1.0
+
+
+def test_a_units_own_words_leave_out_the_header_and_lead_in() -> None:
+    """cov_own reads a row's cells without the column names every row shares, and an item
+    without its lead-in: a row that meets the question only through its header has none."""
+    table = "| 备份方式 | 频率 |\n|---|---|\n| 全量备份 | 每日 |\n| 快照 | 每周 |"
+    texts, x = features("备份数据要不要加密？", [table, "全部备份数据须加密存储。"])
+    assert texts[1].startswith("备份方式：快照")
+    assert col(x, "cov_unit")[1] > 0 and col(x, "cov_own")[1] == 0.0  # 备份 only in the header
+    assert col(x, "cov_own")[0] > 0  # 全量备份: the cell says it
+    assert col(x, "cov_own")[2] == pytest.approx(col(x, "cov_unit")[2])  # a sentence: the same
+    _, y = features(
+        "退保手续有哪些？", ["办理退保需要提供下列材料：\n（一）保险合同；\n（二）身份证件。"]
+    )
+    assert col(y, "cov_own")[1] < col(y, "cov_unit")[1]  # the lead-in holds 退保
