@@ -93,6 +93,20 @@ def test_help_teaches_the_commands():
         assert command in result.stdout
 
 
+def test_help_shows_what_its_source_says():
+    """Square brackets in a help text are text, not Rich markup ([env RAG_KB_DIR …] and [n]
+    were dropped), and a docstring's paragraph is one paragraph: Rich keeps single line
+    breaks, which left ragged half-empty lines in an 80-column terminal."""
+    ask = runner.invoke(app, ["ask", "--help"], env={"COLUMNS": "120"}).stdout
+    assert "[env RAG_KB_DIR; default ./.rag]" in ask
+    assert "(its [n] is in the answer)" in ask
+    assert "table rows picked from the evidence" in ask
+    serve = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "120"}).stdout
+    assert "[env RAG_WORKERS; default 1]" in serve
+    keys = runner.invoke(app, ["keys", "create", "--help"], env={"COLUMNS": "120"})
+    assert keys.exit_code == 0
+
+
 def test_ask_prints_answer_with_numbered_sources_and_json(kb_dir, tmp_path):
     doc = tmp_path / "expense.md"
     doc.write_text(DOC, encoding="utf-8")

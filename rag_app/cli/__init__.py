@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from rag_app.cli.common import setup_logging
+from rag_app.cli.common import reflow_help, setup_logging
 from rag_app.cli.documents import chunks, delete, docs, doctor, ingest, migrate
 from rag_app.cli.evaluate import eval_cmd
 from rag_app.cli.query import ask, retrieve
@@ -42,5 +42,6 @@ app.add_typer(keys_app, name="keys")
 app.command()(serve)
 app.command()(worker)
 app.command("eval")(eval_cmd)
+reflow_help(app)
 
 __all__ = ["app", "main"]

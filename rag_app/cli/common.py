@@ -7,9 +7,11 @@ command line is built, so ``rag --help`` stays fast.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,10 +40,40 @@ err = Console(stderr=True, highlight=False)
 
 KbOpt = Annotated[
     Path | None,
-    typer.Option("--kb", help="Knowledge-base directory [env RAG_KB_DIR; default ./.rag]."),
+    typer.Option("--kb", help=r"Knowledge-base directory \[env RAG_KB_DIR; default ./.rag]."),
 ]
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant (scope) of the documents.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")]
+
+
+# a docstring line that stays on its own: a list item or an indented example
+_OWN_LINE = re.compile(r"\s|[-*•] |\d+[.)] ")
+
+
+def reflow_help(app: typer.Typer) -> None:
+    """Give each command of ``app`` (and of its sub-apps) its docstring as Rich help should get
+    it: Rich keeps a docstring's single line breaks, so paragraphs wrapped for the source showed
+    as ragged half-empty lines in an 80-column terminal. The lines of a paragraph are joined
+    (a list item or an indented line stays on its own), and square brackets are text, not
+    markup."""
+    from rich.markup import escape
+
+    for info in app.registered_commands:
+        doc = inspect.getdoc(info.callback) if info.help is None and info.callback else None
+        if doc:
+            paragraphs = []
+            for paragraph in doc.split("\n\n"):
+                lines: list[str] = []
+                for line in paragraph.split("\n"):
+                    if lines and not _OWN_LINE.match(line):
+                        lines[-1] += " " + line.strip()
+                    else:
+                        lines.append(line)
+                paragraphs.append("\n".join(lines))
+            info.help = escape("\n\n".join(paragraphs))
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)
 
 
 def setup_logging(verbose: bool = False) -> None:

@@ -62,7 +62,7 @@ def ask(
     show_context: Annotated[
         bool,
         typer.Option(
-            "--show-context", help="Print each cited chunk (its [n] is in the answer) in full."
+            "--show-context", help=r"Print each cited chunk (its \[n] is in the answer) in full."
         ),
     ] = False,
     as_json: JsonOpt = False,

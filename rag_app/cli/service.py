@@ -109,7 +109,7 @@ def serve(
         int | None,
         typer.Option(
             "--workers",
-            help="Ingestion workers [env RAG_WORKERS; default 1]: `rag worker` processes "
+            help=r"Ingestion workers \[env RAG_WORKERS; default 1]: `rag worker` processes "
             "started (and restarted) by this one; 0 = leave jobs to `rag worker`s run elsewhere.",
         ),
     ] = None,
@@ -117,7 +117,7 @@ def serve(
         bool,
         typer.Option(
             "--workers-in-process",
-            help="Run the workers as threads in the API process [env RAG_WORKERS_IN_PROCESS].",
+            help=r"Run the workers as threads in the API process \[env RAG_WORKERS_IN_PROCESS].",
         ),
     ] = False,
 ) -> None:
