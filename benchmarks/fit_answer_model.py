@@ -35,11 +35,13 @@ from answer_estimators import boosted, listwise_logistic, signed_logistic
 from answer_features import Example, examples, feature_version, squash
 from answer_offtopic import offtopic, source_of
 from answer_probes import EXCISED_SETS, excised, probes
+from answer_tables import docs_table, presets_table
+from answer_tables import write as write_tables
 from common import ROOT, write_result
 
 from rag_app.analysis.specificity import WordSpecificity
 from rag_app.answer.features import FEATURES, TITLED, bigrams
-from rag_app.answer.model import LinearModel, TreeModel
+from rag_app.answer.model import LinearModel, TreeModel, spread_header_rows
 from rag_app.answer.question_features import QUESTION_FEATURES, question_vector
 
 MODEL_PATH = ROOT / "rag_app" / "answer" / "answer_model.json"
@@ -248,7 +250,7 @@ def thresholds(fitted: Fitted, rows: list[Example]) -> dict[str, float]:
 
 
 def best_unit(fitted: Fitted, e: Example) -> int:
-    return int(np.argmax(fitted.unit.probabilities(e.x, FEATURES)))
+    return int(np.argmax(spread_header_rows(fitted.unit.probabilities(e.x, FEATURES), e.x)))
 
 
 def answered_elsewhere(e: Example) -> bool:
@@ -308,7 +310,11 @@ def gate_version() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--refresh", action="store_true", help="recompute features")
-    parser.add_argument("--no-write", action="store_true", help="don't write the model file")
+    parser.add_argument(
+        "--no-write",
+        action="store_true",
+        help="print the figures only: no model file, results JSON or tables written",
+    )
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
     args = parser.parse_args()
     data = {
@@ -366,49 +372,18 @@ def main() -> None:
             **({"gate_trees": GATE_TREES} if GATE_KIND == "trees" else {}),
         },
     }
-    if not args.no_write:
-        Path(MODEL_PATH).write_text(json.dumps(model, ensure_ascii=False, indent=1) + "\n")
-        print(f"wrote {MODEL_PATH}")
-    print(markdown_table(table))
+    print(docs_table(table))
+    print(presets_table(table))
+    if args.no_write:  # a trial fit: the model file, the results and the tables stay as they are
+        return
+    Path(MODEL_PATH).write_text(json.dumps(model, ensure_ascii=False, indent=1) + "\n")
+    print(f"wrote {MODEL_PATH}")
     sample = sample_kb_report()
     write_result(
         "answer_model",
         {"thresholds": thr, "table": table, "sample_kb": sample, "model_version": model["version"]},
     )
-
-
-def pct(v: float | None) -> str:
-    return "–" if v is None else f"{100 * v:.1f} %"
-
-
-def markdown_table(table: dict[str, Any]) -> str:
-    """The report as a Markdown table: per data set, the check half (fitted with the other
-    half of every data set) and leave-one-domain-out (fitted without the data set). Near misses
-    refused: in brackets, of those whose evidence does not hold the reference answer
-    (:func:`answered_elsewhere`)."""
-    rows = [
-        "| dev set | fitted on | false refusals | unanswerable refused | near misses refused "
-        "| head-swap probes refused | answer cut out, refused | off-topic refused "
-        "| best unit holds the answer | gold span in first line |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for d, row in table.items():
-        for col, name in (("check_half", "all four"), ("leave_one_domain_out", "the other three")):
-            v = row.get(col)
-            if not v:
-                continue
-            near = pct(v.get("near_miss_refused"))
-            if v.get("near_miss_answered_elsewhere"):
-                near += f" ({pct(v.get('near_miss_refused_unanswered'))})"
-            rows.append(
-                f"| {d} | {name} | {pct(v.get('false_refusal'))} | "
-                f"{pct(v.get('unanswerable_refused'))} | {near} | "
-                f"{pct(v.get('head_swap_refused'))} | {pct(v.get('excised_refused'))} | "
-                f"{pct(v.get('offtopic_refused'))} | "
-                f"{pct(v.get('best_unit_is_answer'))} | "
-                f"{pct(v.get('first_line_span'))} |"
-            )
-    return "\n".join(rows)
+    write_tables()  # README.md and docs/answering.md show the new figures
 
 
 def sample_kb_report() -> dict[str, Any]:

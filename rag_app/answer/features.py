@@ -74,6 +74,11 @@ FEATURES: tuple[str, ...] = (
     # coverage of the question by the unit's own words: a row's cells without their column
     # names, an item without its lead-in (a header or lead-in is shared by every unit under it)
     "cov_own",
+    # a row whose own cells meet no question word (a number only whole, as a stated value) and
+    # no stated value: matched only through the title and column names every row of its table
+    # shares (not a model feature: such rows share their probability, spread_header_rows in
+    # rag_app/answer/model.py)
+    "row_header_only",
 )
 TITLED: frozenset[str] = frozenset(f for f in FEATURES if f.endswith("_titled"))
 
@@ -294,6 +299,9 @@ class FeatureExtractor:
         bound = _bound(head) if head else None
         value = self.lexicon.value_pattern(analysis.answer_type) if analysis.expects_value else None
         q_chars = set(analysis.text)
+        # the question's words but its numbers (a number is read whole, as a stated value: the
+        # digits of 63 are not a partial match of a cell 1633)
+        words = {t: v for t, v in w.items() if not DIGITS.fullmatch(t)}
         rows = []
         texts = [_norm(lex, u.scoring_text) for u in units]
         for u, text in zip(units, texts, strict=True):
@@ -314,9 +322,14 @@ class FeatureExtractor:
             column = max((weighted_coverage(w, _norm(lex, h)) for h in u.header), default=0.0)
             head_unit = term_credit(head, text) if head else 1.0
             title = paths[u.source - 1]
+            cov_unit = weighted_coverage(w, text)
+            # the unit's own words: a row's cells, an item without its lead-in (a sentence's
+            # are its text, so its coverage is cov_unit's)
+            cells = _norm(lex, " ".join(u.cells) if u.cells else u.text)
+            own = cov_unit if cells == text else weighted_coverage(w, cells)
             rows.append(
                 [
-                    weighted_coverage(w, text),
+                    cov_unit,
                     cov_ctx,
                     cov_head,
                     len(q_bigrams & bigrams(text)) / len(q_bigrams) if q_bigrams else 0.0,
@@ -357,7 +370,12 @@ class FeatureExtractor:
                     1.0 if bound is not None and bound.search(text) else 0.0,
                     constraint_any,
                     float(_rival_in(stated, forms, text) is not None),
-                    weighted_coverage(w, _norm(lex, " ".join(u.cells) if u.cells else u.text)),
+                    own,
+                    1.0
+                    if u.kind == "row"
+                    and weighted_coverage(words, cells) == 0.0
+                    and not (analysis.constraints and _numbers_in(analysis.constraints, cells))
+                    else 0.0,
                 ]
             )
         x = np.asarray(rows, dtype=np.float64).reshape(len(units), len(FEATURES))

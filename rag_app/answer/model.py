@@ -36,6 +36,23 @@ EMBEDDING_FEATURES = ("dense", "dense_gap", "asked_sim")
 EMBEDDING_QUESTION_FEATURES = ("dense_max", "asked_sim_max")
 
 
+def spread_header_rows(probs: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Each of n table rows matched only through what every row of their table shares (the
+    title and column names; feature ``row_header_only``) gets 1/n of its probability: the
+    question picks none of them. "保费交不起了怎么办" meets the 76 rows of a rate table through
+    its title, equally; the first of them is no answer, and a sentence that answers should
+    lead."""
+    if len(probs) < 2:
+        return probs
+    header_only = x[:, FEATURES.index("row_header_only")] > 0
+    n = int(np.sum(header_only))
+    if n < 2:
+        return probs
+    out = probs.copy()
+    out[header_only] = probs[header_only] / n
+    return out
+
+
 class LinearModel(BaseModel):
     """P = sigmoid(coef · (x - mean) / scale + intercept) over named features."""
 
@@ -163,8 +180,10 @@ class AnswerModel(BaseModel):
         return False
 
     def unit_probabilities(self, x: np.ndarray) -> np.ndarray:
-        """One probability per unit (rows of ``x``, columns :data:`FEATURES`)."""
-        return self.unit.probabilities(x, FEATURES)
+        """One probability per unit (rows of ``x``, columns :data:`FEATURES`); table rows the
+        question picks only through their title and column names share theirs
+        (:func:`spread_header_rows`)."""
+        return spread_header_rows(self.unit.probabilities(x, FEATURES), x)
 
     def support_probabilities(self, x: np.ndarray) -> np.ndarray:
         """P(the unit itself states the answer), from its own words: what the gate reads."""

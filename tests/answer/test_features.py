@@ -246,3 +246,13 @@ def test_a_units_own_words_leave_out_the_header_and_lead_in() -> None:
         "退保手续有哪些？", ["办理退保需要提供下列材料：\n（一）保险合同；\n（二）身份证件。"]
     )
     assert col(y, "cov_own")[1] < col(y, "cov_unit")[1]  # the lead-in holds 退保
+
+
+def test_a_row_met_only_through_its_header() -> None:
+    """row_header_only: a row whose own cells meet no question word and no stated value."""
+    table = "| 投保年龄 | 男性年交保费 |\n|---|---|\n| 30 | 710 |\n| 63 | 1633 |"
+    texts, x = features("保费交不起了怎么办？", [table, "宽限期内未交保费的，合同继续有效。"])
+    assert [t[:6] for t in texts] == ["投保年龄：3", "投保年龄：6", "宽限期内未交"]
+    assert list(col(x, "row_header_only")) == [1.0, 1.0, 0.0]  # 保费 only in the column names
+    _, y = features("63岁男性每年交多少保费？", [table])
+    assert list(col(y, "row_header_only")) == [1.0, 0.0]  # the 63 row's cell holds the age

@@ -43,6 +43,21 @@ def test_unit_probabilities_follow_the_coefficients() -> None:
     assert model.unit_probabilities(np.zeros((0, len(FEATURES)))).shape == (0,)
 
 
+def test_rows_met_only_through_their_header_share_their_probability() -> None:
+    """n rows the question meets only through their table's title and column names are one
+    candidate among them, not n: each gets 1/n, so a sentence that answers can lead."""
+    model = AnswerModel.load()
+    x = np.repeat(_at_mean(model.unit.features, model.unit.mean, FEATURES), 5, axis=0)
+    x[:, FEATURES.index("is_row")] = [1, 1, 1, 1, 0]
+    x[:, FEATURES.index("row_header_only")] = [1, 1, 1, 0, 0]
+    plain = model.unit.probabilities(x, FEATURES)
+    p = model.unit_probabilities(x)
+    assert np.allclose(p[:3], plain[:3] / 3)
+    assert np.allclose(p[3:], plain[3:])  # a row its own cells pick, and a sentence, keep theirs
+    x[1:3, FEATURES.index("row_header_only")] = 0  # one such row alone is no crowd
+    assert np.allclose(model.unit_probabilities(x), plain)
+
+
 def test_the_gate_is_monotone_in_the_evidence() -> None:
     """More of what answers (the best unit's score, the entities and head in one passage) never
     lowers the gate's probability; a missing asked term never raises it."""

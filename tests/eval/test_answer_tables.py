@@ -1,0 +1,51 @@
+"""The README's and docs' answer-step figures are the ones the results file holds."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tables() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "answer_tables", ROOT / "benchmarks" / "answer_tables.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_and_docs_show_the_results_file() -> None:
+    tables = _tables()
+    results = json.loads(tables.RESULTS.read_text(encoding="utf-8"))
+    readme = tables.README.read_text(encoding="utf-8")
+    docs = tables.DOCS.read_text(encoding="utf-8")
+    new_readme, new_docs = tables.rendered(results, readme, docs)
+    assert new_readme == readme, "README's table differs: run benchmarks/answer_tables.py"
+    assert new_docs == docs, "docs/answering.md's tables differ: run benchmarks/answer_tables.py"
+
+
+def test_a_table_is_replaced_up_to_the_blank_line_and_nothing_else() -> None:
+    tables = _tables()
+    text = "intro\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\nafter | a | b |\n"
+    out = tables.replace_table(text, "| a | b |\n|---|---|\n| 9 | 9 |")
+    assert out == "intro\n\n| a | b |\n|---|---|\n| 9 | 9 |\n\nafter | a | b |\n"
+    with pytest.raises(ValueError, match="no table"):
+        tables.replace_table(text, "| c |\n|---|\n| 1 |")
+
+
+def test_a_changed_figure_shows() -> None:
+    tables = _tables()
+    results = json.loads(tables.RESULTS.read_text(encoding="utf-8"))
+    first = next(iter(results["table"]))
+    results["table"][first]["leave_one_domain_out"]["false_refusal"] = 0.987
+    readme = tables.README.read_text(encoding="utf-8")
+    new_readme, _ = tables.rendered(results, readme, tables.DOCS.read_text(encoding="utf-8"))
+    assert "98.7 %" in new_readme and "98.7 %" not in readme
