@@ -9,6 +9,7 @@ entity and no head).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -105,6 +106,39 @@ def said(term: str, evidence: str) -> bool:
     return bool(forms) and all(f in evidence for f in forms)
 
 
+# dates and times, left out when a text's numbers are compared with a range
+_DATES = re.compile(
+    r"(?<![\d.])(?:19|20)\d{2}(?:[-/年]\d{1,2}(?:[-/月]\d{1,2}日?)?|年)"
+    r"|(?<![\d.])\d{1,2}:\d{2}(?::\d{2})?|(?<![\d.])\d{1,2}[月日]"
+)
+_NUM = re.compile(r"\d+(?:\.\d+)?")
+_CLAUSE_END = re.compile(r"[，。；？！,;?!]")
+
+
+def numeric_range(analysis: QuestionAnalysis) -> tuple[float, float, int] | None:
+    """The range a question states (20000至30000元: two bounds, the lower first) as (low,
+    high, where it starts in the question); None without one."""
+    if len(analysis.bounds) != 2:
+        return None
+    nums = []
+    for b in analysis.bounds:
+        m = _NUM.match(b)
+        if m is None:
+            return None
+        nums.append(float(m.group(0)))
+    lo, hi = nums
+    if not lo < hi:
+        return None
+    return lo, hi, analysis.text.find(analysis.bounds[0])
+
+
+def in_range(text: str, lo: float, hi: float) -> bool:
+    """Whether ``text`` holds a number from ``lo`` to ``hi``; dates and times are not numbers
+    (2021-07-01 08:00 holds no 2021)."""
+    text = _DATES.sub(" ", text)
+    return any(lo <= float(m.group(0)) <= hi for m in _NUM.finditer(text))
+
+
 def _logit(p: float) -> float:
     p = min(max(p, 1e-4), 1 - 1e-4)
     return math.log(p / (1 - p))
@@ -150,6 +184,18 @@ def question_vector(
     asks_head = bool(analysis.head and len(analysis.head) >= 2)
     order = np.argsort(-probs, kind="stable")
     top3 = order[:3]
+    # a range list ("哪些X的Y位于A至B之间") is answered by units holding a value in the range,
+    # whatever their column calls Y and though they never name X: the asked phrase, the head
+    # and the words of the range's clause are then not missing
+    rng = numeric_range(analysis)
+    ranged = rng is not None and any(in_range(t, rng[0], rng[1]) for t in texts)
+    if rng is not None and ranged:
+        at = rng[2]
+        end = _CLAUSE_END.search(analysis.text, at)
+        clause = analysis.text[max(0, at - 8) : end.start() if end else len(analysis.text)]
+        analysis = analysis.model_copy(
+            update={"terms": [t for t in analysis.terms if t not in clause]}
+        )
     p_best = float(probs[order[0]])
     p_logit = _logit(p_best)
     return np.asarray(
@@ -179,11 +225,13 @@ def question_vector(
             float(f["phrase_unit"].max()),
             float(np.minimum(f["phrase_ctx"], f["entity_ctx"]).max()),
             1.0 if analysis.answer_type in FACT_TYPES else 0.0,
-            1.0 - float(f["phrase_ctx"].max()),
+            0.0 if ranged else 1.0 - float(f["phrase_ctx"].max()),
             _rarest_missing(analysis.phrase, frequencies, evidence),
             _rarest_missing(analysis.focus, frequencies, evidence),
             (1.0 - float(f["constraint_unit"].max())) if analysis.constraints else 0.0,
-            (1.0 - float(np.minimum(f["head_ctx"], f["entity_ctx"]).max())) if asks_head else 0.0,
+            (1.0 - float(np.minimum(f["head_ctx"], f["entity_ctx"]).max()))
+            if asks_head and not ranged
+            else 0.0,
             head_unseen,
             unseen_share,
             float(f["asked_sim"].max()),

@@ -4,7 +4,8 @@ For a table row the first line is the asked cell with its column name and the ro
 ("男性年缴保费（元）：5000（年龄：63）"), then the whole row; for a list item its lead-in comes
 with it (a question asking for a list gets the lead-in and all its items); a lead-in ending in
 "：" brings the items that follow it; a question about what a named article says (第十二条规定了
-什么) gets that article's units in order.
+什么) gets that article's units in order; a list question that states a range (哪些小区的房价位于
+20000至30000元之间) gets the rows whose values lie in it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalysis
 from rag_app.answer.features import DIGITS, term_credit
 from rag_app.answer.locator import AnswerDecision, ScoredUnit
+from rag_app.answer.question_features import in_range, numeric_range
 from rag_app.answer.units import AnswerUnit
 from rag_app.retrieval.tokenizer import leading_label
 from rag_app.types import Citation
@@ -100,6 +102,20 @@ def _named_article(decision: AnswerDecision) -> list[ScoredUnit]:
     return out[:MAX_ITEMS]
 
 
+def _in_the_range(decision: AnswerDecision) -> list[ScoredUnit]:
+    """For a list question that states a range ("哪些小区的房价位于20000至30000元之间"): the
+    units whose own values (a row's cells) lie in it, best first; [] for any other question."""
+    analysis = decision.analysis
+    rng = numeric_range(analysis) if analysis and analysis.answer_type == "list" else None
+    if rng is None:
+        return []
+    low, high, _ = rng
+    return [
+        s for s in decision.units
+        if in_range(" ".join(s.unit.cells) if s.unit.cells else s.unit.text, low, high)
+    ][:MAX_ITEMS]  # fmt: skip
+
+
 def _other_row(best: ScoredUnit, s: ScoredUnit, decision: AnswerDecision) -> bool:
     """A row of the best row's table lacking a question word or value that the best row's
     cells hold is another row's answer (普通员工 beside 部门负责人), not support."""
@@ -136,10 +152,10 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
     """Answer text with ``[n]`` markers and the cited units, best first."""
     if not decision.units or decision.analysis is None:
         return "", []
-    article = _named_article(decision)
-    if article:
-        text = "\n".join(f"{s.unit.text} [{s.unit.source}]" for s in article)
-        return text, [citation_of(s) for s in article]
+    listed = _named_article(decision) or _in_the_range(decision)
+    if listed:
+        text = "\n".join(f"{s.unit.text} [{s.unit.source}]" for s in listed)
+        return text, [citation_of(s) for s in listed]
     best = _answer_after_question(decision)
     lines: list[str] = []
     cited: list[ScoredUnit] = [best]

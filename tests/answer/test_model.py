@@ -201,3 +201,26 @@ def test_a_date_or_article_written_otherwise_is_not_a_missing_word() -> None:
     assert missing(asked, "2021年4月华东区销售额为980万元") > 0.0
     assert missing("第三十三条的罚款是多少？", "第33条 违反规定的，罚款500元") == 0.0
     assert missing("第33条的罚款是多少？", "第三十三条 违反规定的，罚款500元") == 0.0
+
+
+def test_a_range_list_is_answered_by_values_in_the_range() -> None:
+    """ "哪些X的Y位于A至B之间" asks for the rows whose value lies in the range: a unit holding
+    such a value answers, whatever its column calls Y (the words before the range are not
+    missing) and though it never names X; a value outside the range, or a date, does not."""
+    analyzer = QuestionAnalyzer()
+    x = np.zeros((1, len(FEATURES)))
+    cols = [QUESTION_FEATURES.index(f) for f in ("phrase_term_missing", "specific_missing")]
+
+    def gaps(question: str, text: str) -> list[float]:
+        vec = question_vector(analyzer(question), x, np.array([0.5]), {}, [text], lambda w: 0.9)
+        return [float(vec[c]) for c in cols]
+
+    asked = "东城区哪些楼盘的房价在30000至40000元之间？"
+    assert gaps(asked, "项目：翠园，区域：东城区，成交均价：35200.5，时间：2021-03-01") == [
+        0.0,
+        0.0,
+    ]
+    outside = gaps(asked, "项目：翠园，区域：东城区，成交均价：25200.5，时间：2021-03-01")
+    assert outside[0] > 0 and outside[1] > 0
+    dated = gaps("哪些楼盘的开盘年份在2000至2030之间？", "项目：翠园，开盘日期：2021-03-01")
+    assert dated[0] > 0

@@ -146,3 +146,21 @@ def test_a_restated_question_leads_with_its_answer_not_itself() -> None:
     d = decision("密码忘了怎么重置？", FAQ, [0.6, 0.9, 0.3, 0.2])
     text, _ = compose(d, ANALYZER.lexicon)
     assert text.splitlines()[0] == "答：可以在自助服务门户通过手机验证码自助重置密码。 [1]"
+
+
+def test_a_range_list_gets_the_rows_in_the_range() -> None:
+    """ "哪些…在A至B之间" lists the rows whose values lie in the range, best first, whichever row
+    the ranking put first."""
+    table = (
+        "| 项目名称 | 成交均价 | 时间 |\n|---|---|---|\n| 翠园 | 15200.5 | 2021-07-01 |\n"
+        "| 东湖里 | 23800 | 2021-07-01 |\n| 西山府 | 29100.2 | 2021-07-01 |"
+    )
+    d = decision("哪些小区的房价位于20000至30000元之间？", table, [0.9, 0.5, 0.6])
+    text, cited = compose(d, ANALYZER.lexicon)
+    lines = text.splitlines()
+    assert [line.split("，")[0] for line in lines] == ["项目名称：西山府", "项目名称：东湖里"]
+    assert len(cited) == 2
+    single, _ = compose(
+        decision("翠园的成交均价是多少？", table, [0.9, 0.5, 0.6]), ANALYZER.lexicon
+    )
+    assert single.splitlines()[0].startswith("成交均价：15200.5")
