@@ -39,7 +39,7 @@ EMBEDDING_QUESTION_FEATURES = ("dense_max", "asked_sim_max")
 def spread_header_rows(probs: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Each of n table rows matched only through what every row of their table shares (the
     title and column names; feature ``row_header_only``) gets 1/n of its probability: the
-    question picks none of them. "保费交不起了怎么办" meets the 76 rows of a rate table through
+    question picks none of them. "保费交不起了怎么办" meets the 61 rows of a rate table through
     its title, equally; the first of them is no answer, and a sentence that answers should
     lead."""
     if len(probs) < 2:

@@ -113,6 +113,8 @@ _DATES = re.compile(
 )
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 _CLAUSE_END = re.compile(r"[，。；？！,;?!]")
+# chars before a range's first bound that name what is ranged ("小区的房价位于20000至…")
+RANGE_LEAD = 8
 
 
 def numeric_range(analysis: QuestionAnalysis) -> tuple[float, float, int] | None:
@@ -192,7 +194,7 @@ def question_vector(
     if rng is not None and ranged:
         at = rng[2]
         end = _CLAUSE_END.search(analysis.text, at)
-        clause = analysis.text[max(0, at - 8) : end.start() if end else len(analysis.text)]
+        clause = analysis.text[max(0, at - RANGE_LEAD) : end.start() if end else len(analysis.text)]
         analysis = analysis.model_copy(
             update={"terms": [t for t in analysis.terms if t not in clause]}
         )

@@ -102,18 +102,28 @@ def _named_article(decision: AnswerDecision) -> list[ScoredUnit]:
     return out[:MAX_ITEMS]
 
 
-def _in_the_range(decision: AnswerDecision) -> list[ScoredUnit]:
-    """For a list question that states a range ("哪些小区的房价位于20000至30000元之间"): the
-    units whose own values (a row's cells) lie in it, best first; [] for any other question."""
+def _in_the_range(decision: AnswerDecision, lexicon: Lexicon) -> list[ScoredUnit]:
+    """For a list question that states a range ("哪些小区的房价位于20000至30000元之间"): the rows
+    whose asked cell (:func:`asked_column`; any cell when none is asked) lies in it, best
+    first, or without such rows the sentences and items holding a value in it; [] for any
+    other question."""
     analysis = decision.analysis
     rng = numeric_range(analysis) if analysis and analysis.answer_type == "list" else None
-    if rng is None:
+    if analysis is None or rng is None:
         return []
     low, high, _ = rng
-    return [
-        s for s in decision.units
-        if in_range(" ".join(s.unit.cells) if s.unit.cells else s.unit.text, low, high)
-    ][:MAX_ITEMS]  # fmt: skip
+
+    def values(unit: AnswerUnit) -> str:
+        column = asked_column(unit, analysis, lexicon)
+        return unit.cells[column] if column is not None else " ".join(unit.cells)
+
+    rows = [
+        s for s in decision.units if s.unit.kind == "row" and in_range(values(s.unit), low, high)
+    ]
+    if rows:
+        return rows[:MAX_ITEMS]
+    others = [s for s in decision.units if s.unit.kind != "row"]
+    return [s for s in others if in_range(s.unit.text, low, high)][:MAX_ITEMS]
 
 
 def _other_row(best: ScoredUnit, s: ScoredUnit, decision: AnswerDecision) -> bool:
@@ -152,7 +162,7 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
     """Answer text with ``[n]`` markers and the cited units, best first."""
     if not decision.units or decision.analysis is None:
         return "", []
-    listed = _named_article(decision) or _in_the_range(decision)
+    listed = _named_article(decision) or _in_the_range(decision, lexicon)
     if listed:
         text = "\n".join(f"{s.unit.text} [{s.unit.source}]" for s in listed)
         return text, [citation_of(s) for s in listed]

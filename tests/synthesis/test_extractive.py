@@ -164,3 +164,20 @@ def test_a_range_list_gets_the_rows_in_the_range() -> None:
         decision("翠园的成交均价是多少？", table, [0.9, 0.5, 0.6]), ANALYZER.lexicon
     )
     assert single.splitlines()[0].startswith("成交均价：15200.5")
+
+
+def test_a_range_list_reads_the_asked_column() -> None:
+    """ "哪些年龄的男性保费在1000至1100元之间" reads the men's column, not any cell in range."""
+    d = decision("哪些年龄的男性年缴保费在600至800元之间？", TABLE, [0.9, 0.5])
+    text, _ = compose(d, ANALYZER.lexicon)
+    assert text.splitlines() == [
+        "投保年龄：30，男性年缴保费（元）：710，女性年缴保费（元）：615 [1]"
+    ]
+    women = compose(
+        decision("哪些年龄的女性年缴保费在600至800元之间？", TABLE, [0.9, 0.5]), ANALYZER.lexicon
+    )
+    assert women[0].splitlines()[0].startswith("投保年龄：30")
+    none = compose(
+        decision("哪些年龄的女性年缴保费在700至800元之间？", TABLE, [0.9, 0.5]), ANALYZER.lexicon
+    )
+    assert not none[0].startswith("投保年龄：30，男性")  # 710 is the men's, not the asked cell
