@@ -42,8 +42,6 @@ def spread_header_rows(probs: np.ndarray, x: np.ndarray) -> np.ndarray:
     question picks none of them. "保费交不起了怎么办" meets the 61 rows of a rate table through
     its title, equally; the first of them is no answer, and a sentence that answers should
     lead."""
-    if len(probs) < 2:
-        return probs
     header_only = x[:, FEATURES.index("row_header_only")] > 0
     n = int(np.sum(header_only))
     if n < 2:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from rag_app.analysis.question import VALUE_TYPES, QuestionAnalysis
-from rag_app.answer.features import FEATURES
+from rag_app.answer.features import DIGITS, FEATURES
 from rag_app.retrieval.tokenizer import canonical_forms
 
 FACT_TYPES = (*VALUE_TYPES, "what", "definition", "list")
@@ -111,7 +111,6 @@ _DATES = re.compile(
     r"(?<![\d.])(?:19|20)\d{2}(?:[-/年]\d{1,2}(?:[-/月]\d{1,2}日?)?|年)"
     r"|(?<![\d.])\d{1,2}:\d{2}(?::\d{2})?|(?<![\d.])\d{1,2}[月日]"
 )
-_NUM = re.compile(r"\d+(?:\.\d+)?")
 _CLAUSE_END = re.compile(r"[，。；？！,;?!]")
 # chars before a range's first bound that name what is ranged ("小区的房价位于20000至…")
 RANGE_LEAD = 8
@@ -124,7 +123,7 @@ def numeric_range(analysis: QuestionAnalysis) -> tuple[float, float, int] | None
         return None
     nums = []
     for b in analysis.bounds:
-        m = _NUM.match(b)
+        m = DIGITS.match(b)
         if m is None:
             return None
         nums.append(float(m.group(0)))
@@ -138,7 +137,7 @@ def in_range(text: str, lo: float, hi: float) -> bool:
     """Whether ``text`` holds a number from ``lo`` to ``hi``; dates and times are not numbers
     (2021-07-01 08:00 holds no 2021)."""
     text = _DATES.sub(" ", text)
-    return any(lo <= float(m.group(0)) <= hi for m in _NUM.finditer(text))
+    return any(lo <= float(m.group(0)) <= hi for m in DIGITS.finditer(text))
 
 
 def _logit(p: float) -> float:
@@ -190,9 +189,9 @@ def question_vector(
     # whatever their column calls Y and though they never name X: the asked phrase, the head
     # and the words of the range's clause are then not missing
     rng = numeric_range(analysis)
-    ranged = rng is not None and any(in_range(t, rng[0], rng[1]) for t in texts)
-    if rng is not None and ranged:
-        at = rng[2]
+    ranged = False
+    if rng is not None and any(in_range(t, rng[0], rng[1]) for t in texts):
+        ranged, at = True, rng[2]
         end = _CLAUSE_END.search(analysis.text, at)
         clause = analysis.text[max(0, at - RANGE_LEAD) : end.start() if end else len(analysis.text)]
         analysis = analysis.model_copy(

@@ -108,8 +108,10 @@ def _in_the_range(decision: AnswerDecision, lexicon: Lexicon) -> list[ScoredUnit
     first, or without such rows the sentences and items holding a value in it; [] for any
     other question."""
     analysis = decision.analysis
-    rng = numeric_range(analysis) if analysis and analysis.answer_type == "list" else None
-    if analysis is None or rng is None:
+    if analysis is None or analysis.answer_type != "list":
+        return []
+    rng = numeric_range(analysis)
+    if rng is None:
         return []
     low, high, _ = rng
 
