@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import accumulate, takewhile
 
@@ -144,7 +144,7 @@ class QuestionAnalyzer:
         # a head only where one thing is asked for: not in a yes/no, how or why question, whose
         # own words ("老公欠的债我要还吗") need not be the documents'
         head, phrase = (
-            self._head(question, words, chosen)
+            self._head(question, words, chosen, names)
             if chosen is not None and chosen[3] not in OPEN_TYPES
             else (None, "")
         )
@@ -195,7 +195,11 @@ class QuestionAnalyzer:
         return [t for t in terms if t in clause and not any(t in e.lower() for e in entities)]
 
     def _head(
-        self, question: str, words: list[tuple[str, str]], cue: tuple[int, int, str, str]
+        self,
+        question: str,
+        words: list[tuple[str, str]],
+        cue: tuple[int, int, str, str],
+        names: Sequence[str] = (),
     ) -> tuple[str | None, str]:
         """The content word right after the cue ("多少保费") with the run of content words it
         starts; else, before the cue and in its clause, the nearest run of joined words that holds
@@ -204,16 +208,27 @@ class QuestionAnalyzer:
         身高): its last word is the head (with the one before when it is a single character:
         等待|期 -> 等待期) and the run is the asked phrase ("机房温度标准是多少" -> 机房温度标准).
         Else the nearest content word of two or more characters in that clause, else (jieba cut
-        the word into untagged pieces) the run of words before the cue in that clause."""
+        the word into untagged pieces) the run of words before the cue in that clause.
+
+        A piece of a person's name is never the head: an anonymised name's surname (柳 of
+        柳|某某) or a one-char word jieba tags as a name (戈 of 戈|登出|生于); the name is a term
+        of its own."""
         start, end = cue[0], cue[1]
         spans, pos = [], 0
         for word, flag in words:
             spans.append((pos, pos + len(word), word, flag))
             pos += len(word)
         lex = self.lexicon
+        named = [
+            (at, at + len(n)) for n in names for at in _occurrences(question, n)
+        ]  # char ranges of the anonymised names
 
         def content(i: int) -> bool:
-            word, flag = spans[i][2], spans[i][3]
+            lo, hi, word, flag = spans[i]
+            if len(word) == 1 and flag.startswith("nr"):
+                return False
+            if any(lo < b and a < hi for a, b in named):
+                return False
             return flag.startswith(_CONTENT_FLAGS) and not lex.is_function_word(word)
 
         def noun(i: int, flags: tuple[str, ...]) -> bool:
@@ -238,7 +253,14 @@ class QuestionAnalyzer:
                 return spans[last][2], asked
         if after and spans[after[0]][0] - end <= 2:
             i = after[0]
-            if content(i) and not lex.is_vague(spans[i][2]):
+            one_char_verb = len(spans[i][2]) == 1 and spans[i][3].startswith("v")
+            if content(i) and not lex.is_vague(spans[i][2]) and not one_char_verb:
+                # "几座中世纪的塔楼": the noun 的 leads to is the asked thing, not its modifier
+                j = i
+                while j + 1 < len(spans) and content(j + 1):
+                    j += 1
+                if j + 2 < len(spans) and spans[j + 1][2] == "的" and noun(j + 2, _NOUN_FLAGS):
+                    return spans[j + 2][2], run(j + 2, 1)
                 return spans[i][2], run(i, 1)
         before = [i for i in range(len(spans) - 1, -1, -1) if spans[i][1] <= start]
         clause = list(takewhile(lambda i: spans[i][2] not in _CLAUSE_MARKS, before))
@@ -377,6 +399,14 @@ class QuestionAnalyzer:
         if any(noun(i, f) for i in run for f in _NOUN_PASSES):
             return None
         return text
+
+
+def _occurrences(text: str, part: str) -> list[int]:
+    out, at = [], text.find(part)
+    while part and at >= 0:
+        out.append(at)
+        at = text.find(part, at + 1)
+    return out
 
 
 def _copula_subject(spans: list[tuple[int, int, str, str]], run: list[int]) -> bool:

@@ -155,6 +155,31 @@ def test_a_one_char_piece_before_a_copula_is_not_the_head(analyzer: QuestionAnal
     assert analyzer("这款手机的售价达到了多少？").head == "售价"
 
 
+def test_a_piece_of_a_name_is_never_the_head(analyzer: QuestionAnalyzer) -> None:
+    """jieba cuts 柳|某某 and 戈|登出|生于: the surname is a piece of a name (the name is a term
+    of its own), not the asked thing."""
+    a = analyzer("张某和柳某某分别犯了什么错？")
+    assert "柳某某" in a.names
+    assert a.head != "柳"
+    assert analyzer("戈登出生于哪里？").head != "戈"
+
+
+def test_the_noun_after_de_following_the_question_word_is_the_head(
+    analyzer: QuestionAnalyzer,
+) -> None:
+    """几栋高层的住宅楼: what 的 leads to is asked, not its modifier (高层)."""
+    assert analyzer("小区里有几栋高层的住宅楼？").head == "住宅楼"
+    assert analyzer("有多少个国家的运动员参加？").head == "运动员"
+
+
+def test_a_one_char_verb_after_the_question_word_is_not_the_head(
+    analyzer: QuestionAnalyzer,
+) -> None:
+    """什么|来|付款, 什么|出|道: a one-char verb after the question word asks nothing itself."""
+    assert analyzer("他用什么来付款？").head != "来"
+    assert analyzer("她主演电视剧什么出道？").head != "出"
+
+
 def test_an_english_question_names_its_capitalised_words(analyzer: QuestionAnalyzer) -> None:
     """Not every word of an English question is an entity; a Latin word inside a Chinese
     question is (a name or a code)."""
