@@ -18,6 +18,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
+from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.analysis.specificity import WordSpecificity
 from rag_app.answer.features import (
@@ -69,6 +70,11 @@ class AnswerDecision(BaseModel):
     units: list[ScoredUnit] = Field(
         default_factory=list, description="Every unit of the evidence, best first."
     )
+    parts: list[ScoredUnit] = Field(
+        default_factory=list,
+        description="A compound question (等待期是多少天？轻症能赔多少？): the best unit for "
+        "each of its questions, in the question's order; empty for a question asking one thing.",
+    )
     analysis: QuestionAnalysis | None = None
 
 
@@ -92,6 +98,36 @@ def cosine_embedder(embed_model: BaseEmbedding):  # type: ignore[no-untyped-def]
         )
 
     return embed
+
+
+_PART_ENDS = ("？", "?", "；", ";")
+
+
+def question_parts(question: str, lexicon: Lexicon) -> list[str]:
+    """The questions of a compound question ("等待期是多少天？轻症能赔多少？"): the first as
+    written, each later one with the words of the ones before it, their question words blanked
+    (a later question often leaves its subject out: "重疾险的等待期是   ，轻症能赔多少？").
+    Empty for a question that asks one thing."""
+    pieces, start = [], 0
+    for i, ch in enumerate(question):
+        if ch in _PART_ENDS:
+            pieces.append(question[start : i + 1])
+            start = i + 1
+    pieces.append(question[start:])
+    pieces = [p for p in pieces if p.strip()]
+    asking = [k for k, p in enumerate(pieces) if lexicon.cues(p)]
+    if len(asking) < 2:
+        return []
+    parts = [pieces[asking[0]]]
+    for k in asking[1:]:
+        before = list("".join(pieces[:k]))
+        for cue_start, cue_end, _, _ in lexicon.cues("".join(before)):
+            before[cue_start:cue_end] = " " * (cue_end - cue_start)
+        text = "".join(before).rstrip()
+        if text and text[-1] in _PART_ENDS:
+            text = text[:-1] + "，"
+        parts.append(text + pieces[k])
+    return parts
 
 
 class AnswerLocator:
@@ -157,12 +193,26 @@ class AnswerLocator:
         )
         refused = best < self.threshold
         reason = explanation = None
+        parts: list[ScoredUnit] = []
         if refused:
             reason, explanation = self._why(analysis, weights, nodes, scored[0], x[order[0]], best)
+        else:
+            parts = [self._best_for(part, nodes) for part in question_parts(question, self.lexicon)]
         return AnswerDecision(
             refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
-            threshold=self.threshold, units=scored, analysis=analysis,
+            threshold=self.threshold, units=scored, parts=parts, analysis=analysis,
         )  # fmt: skip
+
+    @property
+    def lexicon(self) -> Lexicon:
+        return self.analyzer.lexicon
+
+    def _best_for(self, question: str, nodes: Sequence[NodeWithScore]) -> ScoredUnit:
+        """The best unit of the evidence for one question of a compound one."""
+        _, units, x, _, _ = self._read(question, nodes)
+        probs = self.model.unit_probabilities(x)
+        i = int(np.argmax(probs))
+        return ScoredUnit(unit=units[i], probability=round(float(probs[i]), 4))
 
     def _normalize(self, text: str) -> str:
         return self.analyzer.lexicon.normalize(text.lower())

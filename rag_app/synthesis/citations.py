@@ -127,8 +127,9 @@ class CitationSynthesizer(BaseSynthesizer):
     def _llm_answer(
         self, question: str, nodes: list[NodeWithScore], decision: AnswerDecision
     ) -> Response:
-        key = [s.unit for s in decision.units[:KEY_UNITS]]
-        lead = "\n".join(f"[{u.source}] {u.text}" for u in key)
+        top = decision.units[:KEY_UNITS]  # and each question's own of a compound question
+        top += [p for p in decision.parts if all(p.unit.text != s.unit.text for s in top)]
+        lead = "\n".join(f"[{s.unit.source}] {s.unit.text}" for s in top)
         evidence = format_evidence(
             [
                 (i, str(n.node.metadata.get("title_path", "")), n.node.get_content())
@@ -148,7 +149,7 @@ class CitationSynthesizer(BaseSynthesizer):
         text = (reply.message.content or "").strip()
         cleaned, kept = clean_markers(text, len(nodes))
         refused = not cleaned or REFUSAL.rstrip("。") in cleaned
-        citations = [citation_of(s) for s in decision.units[:KEY_UNITS] if s.unit.source in kept]
+        citations = [citation_of(s) for s in top if s.unit.source in kept]
         meta: dict[str, Any] = {
             "refused": refused, "mode": "llm", "markers": kept, "citations": citations,
             "decision": decision,

@@ -199,6 +199,10 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
         for s in _items_under(decision, unit.source, unit.text):
             lines.append(f"{s.unit.text} [{s.unit.source}]")
             cited.append(s)
+    for part in decision.parts:  # a compound question: each of its questions' answers next
+        if not any(part.unit.text == c.unit.text for c in cited):
+            lines.append(f"{part.unit.text} [{part.unit.source}]")
+            cited.append(part)
     support = 0
     for s in decision.units:
         if s is best or _is_question(s):  # a question supports no answer

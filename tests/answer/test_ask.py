@@ -193,3 +193,12 @@ def test_features_the_model_does_not_weigh_change_no_decision(sample_kb) -> None
         assert [(u.unit.text, u.probability) for u in a.units] == [
             (u.unit.text, u.probability) for u in b.units
         ], q
+
+
+def test_a_compound_question_answers_each_of_its_questions(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    """Asked as one, read as two: the whole question's best unit answered only the second
+    question; the first one's answer (90 days) is given too."""
+    answer = sample_kb.ask("重疾险的等待期是多少天？轻症能赔多少？")
+    assert not answer.refused, answer.reason
+    assert "90日" in answer.answer and "30%" in answer.answer, answer.answer
+    assert len(answer.citations) >= 2

@@ -224,3 +224,18 @@ def test_a_range_list_is_answered_by_values_in_the_range() -> None:
     assert outside[0] > 0 and outside[1] > 0
     dated = gaps("哪些楼盘的开盘年份在2000至2030之间？", "项目：翠园，开盘日期：2021-03-01")
     assert dated[0] > 0
+
+
+def test_a_compound_question_is_read_as_its_questions() -> None:
+    """Each question of "A是多少？B有几次？" is read on its own, a later one with the words of
+    the earlier ones (its subject is often left out) but not their question words."""
+    from rag_app.analysis import QuestionAnalyzer
+    from rag_app.answer.locator import question_parts
+
+    lexicon = QuestionAnalyzer().lexicon
+    parts = question_parts("年假有多少天？试用期员工能休几天？", lexicon)
+    assert parts[0] == "年假有多少天？"
+    assert parts[1].startswith("年假有") and "多少" not in parts[1]
+    assert parts[1].endswith("试用期员工能休几天？")
+    assert question_parts("年假有多少天？", lexicon) == []
+    assert question_parts("年假有多少天？请说明。", lexicon) == []  # one question asked

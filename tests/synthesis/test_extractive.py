@@ -181,3 +181,15 @@ def test_a_range_list_reads_the_asked_column() -> None:
         decision("哪些年龄的女性年缴保费在700至800元之间？", TABLE, [0.9, 0.5]), ANALYZER.lexicon
     )
     assert not none[0].startswith("投保年龄：30，男性")  # 710 is the men's, not the asked cell
+
+
+def test_a_compound_question_gets_each_of_its_answers_after_the_best_unit() -> None:
+    """Two questions in one: the whole question's best unit leads, then each question's own
+    best unit, in the question's order, none twice."""
+    d = decision("密码最少几位？多久换一次？", POLICY, [0.3, 0.4, 0.6, 0.95])
+    units = {s.unit.text: s for s in d.units}
+    parts = [units["（一）密码长度不少于12位；"], units["共享账号密码每30天更换一次。"]]
+    lines = compose(d.model_copy(update={"parts": parts}), ANALYZER.lexicon)[0].splitlines()
+    assert lines[0].startswith("共享账号密码每30天更换一次。")
+    assert lines[1].startswith("（一）密码长度不少于12位；")
+    assert sum("共享账号" in line for line in lines) == 1
