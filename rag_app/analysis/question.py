@@ -255,12 +255,6 @@ class QuestionAnalyzer:
             i = after[0]
             one_char_verb = len(spans[i][2]) == 1 and spans[i][3].startswith("v")
             if content(i) and not lex.is_vague(spans[i][2]) and not one_char_verb:
-                # "几座中世纪的塔楼": the noun 的 leads to is the asked thing, not its modifier
-                j = i
-                while j + 1 < len(spans) and content(j + 1):
-                    j += 1
-                if j + 2 < len(spans) and spans[j + 1][2] == "的" and noun(j + 2, _NOUN_FLAGS):
-                    return spans[j + 2][2], run(j + 2, 1)
                 return spans[i][2], run(i, 1)
         before = [i for i in range(len(spans) - 1, -1, -1) if spans[i][1] <= start]
         clause = list(takewhile(lambda i: spans[i][2] not in _CLAUSE_MARKS, before))

@@ -164,12 +164,9 @@ def test_a_piece_of_a_name_is_never_the_head(analyzer: QuestionAnalyzer) -> None
     assert analyzer("戈登出生于哪里？").head != "戈"
 
 
-def test_the_noun_after_de_following_the_question_word_is_the_head(
-    analyzer: QuestionAnalyzer,
-) -> None:
-    """几栋高层的住宅楼: what 的 leads to is asked, not its modifier (高层)."""
-    assert analyzer("小区里有几栋高层的住宅楼？").head == "住宅楼"
-    assert analyzer("有多少个国家的运动员参加？").head == "运动员"
+def test_the_word_after_the_question_word_is_the_head(analyzer: QuestionAnalyzer) -> None:
+    """什么颜色的汽车 asks the colour; the noun 的 leads to is what the colour is of."""
+    assert analyzer("他最喜欢什么颜色的汽车？").head == "颜色"
 
 
 def test_a_one_char_verb_after_the_question_word_is_not_the_head(
