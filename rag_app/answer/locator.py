@@ -105,9 +105,9 @@ _PART_ENDS = ("？", "?", "；", ";")
 
 def question_parts(question: str, lexicon: Lexicon) -> list[str]:
     """The questions of a compound question ("等待期是多少天？轻症能赔多少？"): the first as
-    written, each later one with the words of the ones before it, their question words blanked
-    (a later question often leaves its subject out: "重疾险的等待期是   ，轻症能赔多少？").
-    Empty for a question that asks one thing."""
+    written (with any sentence before it), each later one with the words of the ones before it,
+    their question words blanked (a later question often leaves its subject out: "重疾险的等待
+    期是   ，轻症能赔多少？"). Empty for a question that asks one thing."""
     pieces, start = [], 0
     for i, ch in enumerate(question):
         if ch in _PART_ENDS:
@@ -118,7 +118,7 @@ def question_parts(question: str, lexicon: Lexicon) -> list[str]:
     asking = [k for k, p in enumerate(pieces) if lexicon.cues(p)]
     if len(asking) < 2:
         return []
-    parts = [pieces[asking[0]]]
+    parts = ["".join(pieces[: asking[0] + 1])]
     for k in asking[1:]:
         before = list("".join(pieces[:k]))
         for cue_start, cue_end, _, _ in lexicon.cues("".join(before)):

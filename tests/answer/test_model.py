@@ -237,5 +237,9 @@ def test_a_compound_question_is_read_as_its_questions() -> None:
     assert parts[0] == "年假有多少天？"
     assert parts[1].startswith("年假有") and "多少" not in parts[1]
     assert parts[1].endswith("试用期员工能休几天？")
+    assert (
+        question_parts("我刚入职。年假有多少天？能休几天？", lexicon)[0]
+        == "我刚入职。年假有多少天？"
+    )
     assert question_parts("年假有多少天？", lexicon) == []
     assert question_parts("年假有多少天？请说明。", lexicon) == []  # one question asked
