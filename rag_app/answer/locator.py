@@ -160,12 +160,16 @@ class AnswerLocator:
         return analysis, units, x
 
     def _read(
-        self, question: str, nodes: Sequence[NodeWithScore]
+        self,
+        question: str,
+        nodes: Sequence[NodeWithScore],
+        units: list[AnswerUnit] | None = None,
     ) -> tuple[QuestionAnalysis, list[AnswerUnit], np.ndarray, dict[str, int], dict[str, float]]:
-        """The analysis, the units, their features, and the question's term frequencies and
-        IDF weights (read from the keyword index once for the whole decision)."""
+        """The analysis, the units (``units``: already cut from ``nodes``), their features, and
+        the question's term frequencies and IDF weights (read from the keyword index once for
+        the whole decision)."""
         analysis = self.analyzer(question)
-        units = evidence_units(nodes)
+        units = evidence_units(nodes) if units is None else units
         freqs, total = self.stats.frequencies(question_terms(analysis))
         weights = self.stats.idf(analysis.terms, freqs, total)
         x = self.extractor.matrix(analysis, weights, units, nodes)
@@ -197,7 +201,10 @@ class AnswerLocator:
         if refused:
             reason, explanation = self._why(analysis, weights, nodes, scored[0], x[order[0]], best)
         else:
-            parts = [self._best_for(part, nodes) for part in question_parts(question, self.lexicon)]
+            parts = [
+                self._best_for(part, nodes, units)
+                for part in question_parts(question, self.lexicon)
+            ]
         return AnswerDecision(
             refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
             threshold=self.threshold, units=scored, parts=parts, analysis=analysis,
@@ -207,15 +214,18 @@ class AnswerLocator:
     def lexicon(self) -> Lexicon:
         return self.analyzer.lexicon
 
-    def _best_for(self, question: str, nodes: Sequence[NodeWithScore]) -> ScoredUnit:
-        """The best unit of the evidence for one question of a compound one."""
-        _, units, x, _, _ = self._read(question, nodes)
+    def _best_for(
+        self, question: str, nodes: Sequence[NodeWithScore], units: list[AnswerUnit]
+    ) -> ScoredUnit:
+        """The best unit of the evidence (cut into ``units``) for one question of a compound
+        one."""
+        _, _, x, _, _ = self._read(question, nodes, units)
         probs = self.model.unit_probabilities(x)
         i = int(np.argmax(probs))
         return ScoredUnit(unit=units[i], probability=round(float(probs[i]), 4))
 
     def _normalize(self, text: str) -> str:
-        return self.analyzer.lexicon.normalize(text.lower())
+        return self.lexicon.normalize(text.lower())
 
     def _why(
         self,
