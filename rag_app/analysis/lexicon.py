@@ -129,20 +129,24 @@ class Lexicon(BaseModel):
             out.append((start, start + len(cue), cue, kinds[cue]))
         return out
 
-    def pseudonyms(self, text: str, starts: Collection[int]) -> list[str]:
-        """Anonymised names in ``text`` (张某某, 欧阳某: a surname and a mark) that start where
-        one of its words starts (``starts``: not the 高某 of 提高某项). A surname that is also a
-        function word takes the long mark only: 于某某, but not the 于某 of 于某日签订."""
+    def pseudonym_spans(self, text: str, starts: Collection[int]) -> list[tuple[int, int]]:
+        """Where the anonymised names of ``text`` are (张某某, 欧阳某: a surname and a mark), as
+        (start, end), each starting where one of its words starts (``starts``: not the 高某 of
+        提高某项). A surname that is also a function word takes the long mark only: 于某某, but
+        not the 于某 of 于某日签订."""
         if self._pseudonym is None:
             return []
         shortest = min(map(len, self.anonymised_marks))
-        found = (
-            m.group(0)
+        return [
+            m.span()
             for m in self._pseudonym.finditer(text)
             if m.start() in starts
             and not (self.is_function_word(m["surname"]) and len(m["mark"]) == shortest)
-        )
-        return list(dict.fromkeys(found))
+        ]
+
+    def pseudonyms(self, text: str, starts: Collection[int]) -> list[str]:
+        """The anonymised names of ``text`` (:meth:`pseudonym_spans`), each once, in order."""
+        return list(dict.fromkeys(text[a:b] for a, b in self.pseudonym_spans(text, starts)))
 
     def is_function_word(self, word: str) -> bool:
         return word in self._function

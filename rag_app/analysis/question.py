@@ -126,7 +126,8 @@ class QuestionAnalyzer:
         bounds = bounds_among(question, values, lex)
         # an anonymised name (柳某某) is one term: jieba cuts it, and its mark is in every record
         starts = set(accumulate((len(w) for w, _ in words), initial=0))
-        names = lex.pseudonyms(question, starts)
+        named_spans = lex.pseudonym_spans(question, starts)
+        names = list(dict.fromkeys(question[a:b] for a, b in named_spans))
         terms = [
             t
             for t in query_tokens(_blank_cues(question, cues))
@@ -144,7 +145,7 @@ class QuestionAnalyzer:
         # a head only where one thing is asked for: not in a yes/no, how or why question, whose
         # own words ("老公欠的债我要还吗") need not be the documents'
         head, phrase = (
-            self._head(question, words, chosen, names)
+            self._head(question, words, chosen, named_spans)
             if chosen is not None and chosen[3] not in OPEN_TYPES
             else (None, "")
         )
@@ -199,7 +200,7 @@ class QuestionAnalyzer:
         question: str,
         words: list[tuple[str, str]],
         cue: tuple[int, int, str, str],
-        names: Sequence[str] = (),
+        named: Sequence[tuple[int, int]] = (),
     ) -> tuple[str | None, str]:
         """The content word right after the cue ("多少保费") with the run of content words it
         starts; else, before the cue and in its clause, the nearest run of joined words that holds
@@ -212,16 +213,13 @@ class QuestionAnalyzer:
 
         A piece of a person's name is never the head: an anonymised name's surname (柳 of
         柳|某某) or a one-char word jieba tags as a name (戈 of 戈|登出|生于); the name is a term
-        of its own."""
+        of its own (``named``: where the anonymised names are, :meth:`Lexicon.pseudonym_spans`)."""
         start, end = cue[0], cue[1]
         spans, pos = [], 0
         for word, flag in words:
             spans.append((pos, pos + len(word), word, flag))
             pos += len(word)
         lex = self.lexicon
-        named = [
-            (at, at + len(n)) for n in names for at in _occurrences(question, n)
-        ]  # char ranges of the anonymised names
 
         def content(i: int) -> bool:
             lo, hi, word, flag = spans[i]
@@ -393,14 +391,6 @@ class QuestionAnalyzer:
         if any(noun(i, f) for i in run for f in _NOUN_PASSES):
             return None
         return text
-
-
-def _occurrences(text: str, part: str) -> list[int]:
-    out, at = [], text.find(part)
-    while part and at >= 0:
-        out.append(at)
-        at = text.find(part, at + 1)
-    return out
 
 
 def _copula_subject(spans: list[tuple[int, int, str, str]], run: list[int]) -> bool:

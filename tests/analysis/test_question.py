@@ -275,6 +275,19 @@ def test_an_anonymised_name_is_one_term(analyzer: QuestionAnalyzer) -> None:
     assert analyzer("于某某的入院时间是什么时候？").names == ["于某某"]
 
 
+def test_pseudonym_spans_mark_every_occurrence_where_a_word_starts() -> None:
+    """The spans locate each occurrence of a name (the head reading skips their characters);
+    pseudonyms lists each name once. A match that starts inside a word is no name."""
+    lex = Lexicon.load()
+    text = "张某某与李某的房子，张某某卖了吗"
+    starts = {0, 4, 9, 10}  # 张某某|与|李某|的… : 李某 starts at 4, the second 张某某 at 10
+    spans = lex.pseudonym_spans(text, starts)
+    assert [text[a:b] for a, b in spans] == ["张某某", "李某", "张某某"]
+    assert spans[2] == (10, 13)
+    assert lex.pseudonyms(text, starts) == ["张某某", "李某"]
+    assert lex.pseudonym_spans(text, {0}) == [(0, 3)]
+
+
 def test_the_subjects_of_a_question_asked_of_several_at_once(analyzer: QuestionAnalyzer) -> None:
     """A和B分别…, A与B谁更…, or two people: their names and entities; one subject: none."""
     assert analyzer("苏某某和廉某某的脉搏谁更快？").subjects == ["苏某某", "廉某某"]
