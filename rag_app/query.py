@@ -162,6 +162,7 @@ class QueryService:
             refused=refused,
             reason=meta.get("reason") if refused else None,
             explanation=meta.get("explanation") if refused else None,
+            absent_values=[] if refused else list(result.decision.absent_values),
             sources=[node_to_source(n) for n in result.response.source_nodes],
             citations=[c for c in citations if isinstance(c, Citation)],
             confidence=result.decision.best,

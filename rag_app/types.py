@@ -130,6 +130,11 @@ class Answer(BaseModel):
     refused: bool = False
     reason: str | None = Field(None, description="Machine-readable refusal reason.")
     explanation: str | None = Field(None, description="The refusal reason in words.")
+    absent_values: list[str] = Field(
+        default_factory=list,
+        description="Values the question states (65岁, 2021年10月) that the evidence lacks: the "
+        "answer is the closest the knowledge base has, not the asked one.",
+    )
     sources: list[Source] = Field(
         default_factory=list, description="Cited sources; for a refusal the closest ones."
     )

@@ -180,7 +180,7 @@ def stated_values(analysis: QuestionAnalysis) -> list[str]:
     return [*(m.group(0) for m in dates), *values]
 
 
-def _any_value_in(values: Sequence[str], text: str) -> float:
+def any_value_in(values: Sequence[str], text: str) -> float:
     """1 when ``text`` holds one of ``values`` (a question's :func:`stated_values`), or there
     are none; else 0. A year with its month is found as written or as 2021-10 (2021-10-01)."""
     if not values:
@@ -217,7 +217,7 @@ def _value_forms(values: Sequence[str], normalize: Callable[[str], str]) -> list
 
 def _rival_in(values: Sequence[str], forms: Sequence[re.Pattern[str]], text: str) -> str | None:
     """The first value in ``text`` of one of ``forms`` when ``text`` holds none of ``values``."""
-    if not forms or _any_value_in(values, text) == 1.0:
+    if not forms or any_value_in(values, text) == 1.0:
         return None
     return next((m.group(0) for form in forms if (m := form.search(text))), None)
 
@@ -275,7 +275,7 @@ class FeatureExtractor:
         missing_all = [t for t in w if term_credit(t, everything) < 1.0]
         miss_all = max((w[t] for t in missing_all), default=0.0) / wmax
         stated = stated_values(analysis)
-        constraint_any = _any_value_in(stated, everything)
+        constraint_any = any_value_in(stated, everything)
         # the forms of the stated values, read once: a unit is a rival only when no passage
         # holds a stated value
         forms = [] if constraint_any else _value_forms(stated, partial(_norm, lex))

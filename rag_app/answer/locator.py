@@ -24,6 +24,7 @@ from rag_app.analysis.specificity import WordSpecificity
 from rag_app.answer.features import (
     FEATURES,
     FeatureExtractor,
+    any_value_in,
     rival_value,
     stated_values,
     term_credit,
@@ -74,6 +75,11 @@ class AnswerDecision(BaseModel):
         default_factory=list,
         description="A compound question (等待期是多少天？轻症能赔多少？): the best unit for "
         "each of its questions, in the question's order; empty for a question asking one thing.",
+    )
+    absent_values: list[str] = Field(
+        default_factory=list,
+        description="Values the question states (65周岁, 2021年10月) that no passage of the "
+        "evidence holds: the answer is the closest the evidence has, not the asked one.",
     )
     analysis: QuestionAnalysis | None = None
 
@@ -198,6 +204,7 @@ class AnswerLocator:
         refused = best < self.threshold
         reason = explanation = None
         parts: list[ScoredUnit] = []
+        absent: list[str] = []
         if refused:
             reason, explanation = self._why(analysis, weights, nodes, scored[0], x[order[0]], best)
         else:
@@ -205,9 +212,11 @@ class AnswerLocator:
                 self._best_for(part, nodes, units)
                 for part in question_parts(question, self.lexicon)
             ]
+            absent = self._absent_values(analysis, self._evidence_text(nodes))
         return AnswerDecision(
             refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
             threshold=self.threshold, units=scored, parts=parts, analysis=analysis,
+            absent_values=absent if not refused else [],
         )  # fmt: skip
 
     @property
@@ -227,6 +236,25 @@ class AnswerLocator:
     def _normalize(self, text: str) -> str:
         return self.lexicon.normalize(text.lower())
 
+    def _evidence_text(self, nodes: Sequence[NodeWithScore]) -> str:
+        """The passages with their heading paths, normalised and with their canonical forms:
+        the evidence as the gate reads it."""
+        return with_canonical_forms(self._normalize("\n".join(
+            str(n.node.metadata.get("title_path", "")) + "\n" + n.node.get_content() for n in nodes
+        )))  # fmt: skip
+
+    def _absent_values(self, analysis: QuestionAnalysis, evidence: str) -> list[str]:
+        """The question's stated values (:func:`stated_values`; bounds such as 超过7亿 aside)
+        that ``evidence`` (:meth:`_evidence_text`) holds in no form: not as written, not as a
+        date's other spelling (2021-10), not with its number in Chinese numerals (四倍)."""
+        absent = []
+        for value in stated_values(analysis):
+            norm = self._normalize(value)
+            if any_value_in([norm], evidence) == 1.0 or in_words(norm) in evidence:
+                continue
+            absent.append(value)
+        return absent
+
     def _why(
         self,
         analysis: QuestionAnalysis,
@@ -237,10 +265,7 @@ class AnswerLocator:
         best: float,
     ) -> tuple[str, str]:
         """What was missing, from the question analysis and the best unit's features."""
-        everything = self._normalize("\n".join(
-            str(n.node.metadata.get("title_path", "")) + "\n" + n.node.get_content() for n in nodes
-        ))  # fmt: skip
-        everything = with_canonical_forms(everything)  # read as the gate reads it
+        everything = self._evidence_text(nodes)
         for entity in analysis.entities:
             if self._normalize(entity) not in everything:
                 return "entity_missing", f"检索到的资料中没有提到“{entity}”。"
@@ -286,3 +311,23 @@ def _short(unit: AnswerUnit, limit: int = 24) -> str:
     text = unit.cells[0] if unit.kind == "row" and unit.cells else unit.text
     text = _SPACES.sub("", text)
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+_DIGIT_WORDS = "零一二三四五六七八九"
+
+
+def in_words(value: str) -> str:
+    """``value`` with its whole number below 100 written in Chinese numerals (4倍 -> 四倍, 15日
+    -> 十五日, 20天 -> 二十天); ``value`` itself when it has no such number."""
+    m = re.fullmatch(r"(\d{1,2})(\D*)", value)
+    if m is None:
+        return value
+    n = int(m.group(1))
+    tens, ones = divmod(n, 10)
+    if tens == 0:
+        words = _DIGIT_WORDS[ones]
+    else:
+        words = (
+            ("" if tens == 1 else _DIGIT_WORDS[tens]) + "十" + (_DIGIT_WORDS[ones] if ones else "")
+        )
+    return words + m.group(2)

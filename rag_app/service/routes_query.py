@@ -32,6 +32,7 @@ def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
         refused=answer.refused,
         reason=answer.reason,
         explanation=answer.explanation,
+        absent_values=answer.absent_values,
         mode=answer.mode,
         sources=_sources(state, answer.sources),
         citations=answer.citations,

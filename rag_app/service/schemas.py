@@ -139,6 +139,11 @@ class AnswerOut(BaseModel):
     refused: bool
     reason: str | None = Field(None, description="Refusal reason, a machine code.")
     explanation: str | None = Field(None, description="Refusal reason in words (Chinese).")
+    absent_values: list[str] = Field(
+        default_factory=list,
+        description="Values the question states that the evidence lacks: the answer is the "
+        "closest, not the asked one (an extractive answer says so on its second line).",
+    )
     mode: str
     sources: list[SourceOut] = Field(
         description="Cited sources ([n] is sources[n-1]); for a refusal, the closest ones."

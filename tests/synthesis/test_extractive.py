@@ -193,3 +193,14 @@ def test_a_compound_question_gets_each_of_its_answers_after_the_best_unit() -> N
     assert lines[0].startswith("共享账号密码每30天更换一次。")
     assert lines[1].startswith("（一）密码长度不少于12位；")
     assert sum("共享账号" in line for line in lines) == 1
+
+
+def test_an_answer_whose_evidence_lacks_a_stated_value_says_so_after_its_first_line() -> None:
+    """The closest row of a table that has no 65-year-olds is not the asked one: the answer
+    still leads with it, then says which stated value the evidence lacks."""
+    d = decision("65岁男性每年交多少保费？", TABLE, [0.9, 0.2])
+    plain = compose(d, ANALYZER.lexicon)[0].splitlines()
+    noted = compose(d.model_copy(update={"absent_values": ["65"]}), ANALYZER.lexicon)[0]
+    lines = noted.splitlines()
+    assert lines[0] == plain[0] and lines[2:] == plain[1:]
+    assert "“65”" in lines[1] and "最接近" in lines[1]
