@@ -78,7 +78,7 @@ class AnswerDecision(BaseModel):
     )
     absent_values: list[str] = Field(
         default_factory=list,
-        description="Values the question states (65周岁, 2021年10月) that no passage of the "
+        description="Values the question states (65岁, 2021年10月) that no passage of the "
         "evidence holds: the answer is the closest the evidence has, not the asked one.",
     )
     analysis: QuestionAnalysis | None = None
@@ -216,7 +216,7 @@ class AnswerLocator:
         return AnswerDecision(
             refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
             threshold=self.threshold, units=scored, parts=parts, analysis=analysis,
-            absent_values=absent if not refused else [],
+            absent_values=absent,
         )  # fmt: skip
 
     @property
