@@ -144,10 +144,6 @@ class Lexicon(BaseModel):
             and not (self.is_function_word(m["surname"]) and len(m["mark"]) == shortest)
         ]
 
-    def pseudonyms(self, text: str, starts: Collection[int]) -> list[str]:
-        """The anonymised names of ``text`` (:meth:`pseudonym_spans`), each once, in order."""
-        return list(dict.fromkeys(text[a:b] for a, b in self.pseudonym_spans(text, starts)))
-
     def is_function_word(self, word: str) -> bool:
         return word in self._function
 
