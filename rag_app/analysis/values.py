@@ -7,7 +7,7 @@ import re
 from rag_app.analysis.lexicon import Lexicon
 
 NUMBER_WITH_UNIT = re.compile(
-    r"(\d+(?:\.\d+)?)\s*(万元|亿元|万|亿|元|岁|年|月|日|天|个月|小时|分钟|%|％|人|名|次|平方米|米|公里)?"
+    r"(\d+(?:\.\d+)?)\s*(万元|亿元|万|亿|元|周岁|岁|年|月|日|天|个月|小时|分钟|%|％|人|名|次|平方米|米|公里)?"
 )
 _DATE = re.compile(r"(?<!\d)\d{4}[-/.]\d{1,2}(?:[-/.]\d{1,2})?(?!\d)")
 

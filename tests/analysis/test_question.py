@@ -57,6 +57,7 @@ def test_a_value_in_the_question_is_a_constraint_not_an_entity(analyzer: Questio
     assert not any("5000" in e for e in a.entities)
     b = analyzer("63岁男性每年要交多少保费？")
     assert "63岁" in b.constraints and b.answer_type == "money"
+    assert analyzer("65周岁男性投保，每年交多少？").constraints == ["65周岁"]  # full years of age
 
 
 @pytest.mark.parametrize(
