@@ -26,6 +26,7 @@ import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,13 @@ from answer_offtopic import offtopic, source_of
 from answer_probes import EXCISED_SETS, excised, probes
 from answer_tables import docs_table, presets_table
 from answer_tables import write as write_tables
-from common import ROOT, write_result
+from common import ROOT, SHARED, write_result
 
 from rag_app.analysis.specificity import WordSpecificity
 from rag_app.answer.features import FEATURES, TITLED, bigrams
 from rag_app.answer.model import LinearModel, TreeModel, spread_header_rows
 from rag_app.answer.question_features import QUESTION_FEATURES, question_vector
+from rag_app.eval.dataset import QAItem, load_qa
 
 MODEL_PATH = ROOT / "rag_app" / "answer" / "answer_model.json"
 SPECIFICITY = WordSpecificity()
@@ -258,13 +260,45 @@ def best_unit(fitted: Fitted, e: Example) -> int:
 
 
 def answered_elsewhere(e: Example) -> bool:
-    """A near miss whose evidence (from documents other than its gold ones) holds every part of
-    its reference answer (parts of two or more characters): answerable after all, since the gold
-    lists are not exhaustive (a company's 是否国有 in another year's table). Reported apart;
-    answers of one character (是, 否) are never counted."""
+    """A near miss whose evidence (from documents other than its gold ones) holds its reference
+    answer: answerable after all, since the gold lists are not exhaustive (a company's 是否国有
+    in another year's table). Reported apart. It holds the answer when it holds every part of
+    two or more characters, or, for a table answer, when one unit holds the answer's cell with
+    its column name ("是否国有：是") and every cell of the gold row that the question names (the
+    company; the year, when the question states it): answers of one character (是, 否) count
+    only that way."""
     parts = [p for p in (squash(a) for a in e.answers) if len(p) >= 2]
     evidence = squash("\n".join(e.texts))
-    return bool(parts) and all(p in evidence for p in parts)
+    if parts and all(p in evidence for p in parts):
+        return True
+    item = gold_items(e.dataset).get(e.qid)
+    if item is None or not item.gold_rows or not item.answers:
+        return False
+    units = [squash(t) for t in e.texts]
+    question = squash(e.question)
+    found = [
+        any(cell_elsewhere(row, a, units, question) for row in item.gold_rows) for a in item.answers
+    ]
+    return all(found) if item.answer_match == "all" else any(found)
+
+
+def cell_elsewhere(row: dict[str, Any], answer: str, units: list[str], question: str) -> bool:
+    """One of ``units`` (squashed) holds the gold ``row``'s cell whose value is ``answer``, with
+    its column name, and every other cell of the row that ``question`` names."""
+    answer = squash(answer)
+    cells = {str(k): squash(str(v)) for k, v in row.items()}
+    keys = [v for v in cells.values() if len(v) >= 2 and v != answer and v in question]
+    if not answer or not keys:
+        return False
+    labelled = [f"{k}：{v}" for k, v in cells.items() if v == answer]
+    return any(any(cell in u for cell in labelled) and all(k in u for k in keys) for u in units)
+
+
+@cache
+def gold_items(dataset: str) -> dict[str, QAItem]:
+    """The dev set's questions by id (for their gold rows), or none without ../shared."""
+    path = SHARED / dataset / "qa.jsonl"
+    return {item.id: item for item in load_qa(path)} if path.exists() else {}
 
 
 def measure(fitted: Fitted, thr: float, rows: list[Example]) -> dict[str, Any]:
