@@ -13,6 +13,7 @@ refusal of near misses (answerable questions asked with their gold documents out
 whether the best unit holds the answer (cmrc: the gold span; the extractive answer's first line),
 and refusal of off-topic questions (the other dev sets' questions asked of this set's knowledge
 base, benchmarks/answer_offtopic.py; trained on as negatives).
+The gate is followed by its reading stage (benchmarks/answer_reading.py; ``READING=0``: none).
 The **leave-one-domain-out** column refits everything (model and thresholds) without domain D and
 measures D (and drops the off-topic probes made from D's questions): the figure that predicts a
 user's own documents. Results: benchmarks/results/answer_model.json.
@@ -36,13 +37,14 @@ from answer_estimators import boosted, listwise_logistic, signed_logistic
 from answer_features import Example, examples, feature_version, squash
 from answer_offtopic import offtopic, source_of
 from answer_probes import EXCISED_SETS, excised, probes
+from answer_reading import fit_reading, reading
 from answer_tables import docs_table, presets_table
 from answer_tables import write as write_tables
 from common import ROOT, SHARED, write_result
 
 from rag_app.analysis.specificity import WordSpecificity
 from rag_app.answer.features import FEATURES, TITLED, bigrams
-from rag_app.answer.model import LinearModel, TreeModel, spread_header_rows
+from rag_app.answer.model import LinearModel, ReadingStage, TreeModel, spread_header_rows
 from rag_app.answer.question_features import QUESTION_FEATURES, question_vector
 from rag_app.eval.dataset import QAItem, load_qa
 
@@ -122,6 +124,8 @@ GATE_SIGNS = {
 # 6.8 % (near misses 72.0 -> 69.4 %); cmrc's near misses 55.1 -> 58.8 %; laws' false refusals
 # 3.9 -> 4.3 %. Without the presence check (a free-signed mark of such questions) dragonball's
 # near misses fell to 15.2 %: they are two-subject questions too.
+# The reading stage (benchmarks/answer_reading.py) over the gate: READING=0 fits without it.
+WITH_READING = os.environ.get("READING", "1") != "0"
 GATE_TREES = {"max_iter": 100, "max_depth": 3, "learning_rate": 0.1, "min_samples_leaf": 50,
               "l2_regularization": 1.0}  # fmt: skip
 # Near misses that are not reliably unanswerable: a lay legal question asked without its gold
@@ -152,6 +156,7 @@ class Fitted:
     support: LinearModel  # the same over the unit's own words: the gate's p_best
     gate: LinearModel
     thresholds: dict[str, float]
+    reading: ReadingStage | None = None  # the reading stage over the gate (answer_reading.py)
 
 
 def answer_recall(e: Example) -> np.ndarray:
@@ -186,6 +191,12 @@ def question_rows(unit: LinearModel, rows: list[Example]) -> np.ndarray:
 def gate_scores(fitted: Fitted, rows: list[Example]) -> np.ndarray:
     q = question_rows(fitted.support, rows)
     scores = fitted.gate.probabilities(q, QUESTION_FEATURES)
+    if fitted.reading is not None:
+        stage = fitted.reading
+        read = [reading(fitted.support, e) for e in rows]
+        scores = np.array(
+            [stage.probability(float(p), r) for p, r in zip(scores, read, strict=True)]
+        )
     empty = np.array([not len(e.y) for e in rows])
     scores[empty] = 0.0
     return scores
@@ -219,6 +230,10 @@ def fit(rows: list[Example]) -> Fitted:
     else:
         gate = signed_logistic(q, labels, w, GATE_SIGNS, QUESTION_FEATURES, c=C)
     fitted = Fitted(unit, support, gate, {})
+    if WITH_READING:
+        p = np.clip(gate.probabilities(q, QUESTION_FEATURES), 1e-9, 1 - 1e-9)
+        answered = [e for e in rows if e.kind == "answerable" and e.y.any()]
+        fitted.reading = fit_reading(support, np.log(p / (1 - p)), usable, w, answered)
     fitted.thresholds = thresholds(fitted, rows)
     return fitted
 
@@ -340,7 +355,7 @@ def gate_version() -> str:
     :func:`feature_version`)."""
     src = "".join(
         (ROOT / "rag_app" / p).read_text()
-        for p in ("answer/question_features.py", "analysis/specificity.py")
+        for p in ("answer/question_features.py", "analysis/specificity.py", "answer/reader.py")
     )
     return hashlib.sha1(src.encode()).hexdigest()[:8]
 
@@ -397,6 +412,7 @@ def main() -> None:
         "unit": fitted.unit.model_dump(),
         "support": fitted.support.model_dump(),
         "gate": fitted.gate.model_dump(),
+        **({"reading": fitted.reading.model_dump()} if fitted.reading else {}),
         "thresholds": thr,
         "fitted_on": {
             "data": "calibration halves (sha1(id) % 2 == 0) of ../shared/data "

@@ -129,6 +129,13 @@ class Settings(BaseSettings):
     gate_threshold: float | None = Field(
         None, ge=0, le=1, description="Evidence gate: an explicit threshold (overrides the preset)."
     )
+    reading: bool = Field(
+        True,
+        description="The answer model's reading stage: the question read against its few "
+        "best-supported units by the embedding model the stage was fitted with; a low reading "
+        "(units about something else) lowers the gate's probability. false: the gate decides "
+        "on its lexical features alone (as if every reading were at the stage's floor).",
+    )
     answer_model: Path | None = Field(
         None,
         description="Answer model JSON (default: the bundled rag_app/answer/answer_model.json).",

@@ -25,6 +25,7 @@ from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalyzer
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
 from rag_app.answer.model import AnswerModel
+from rag_app.answer.reader import build_reader
 from rag_app.config import Settings
 from rag_app.postprocess.gate import EvidenceGate
 from rag_app.postprocess.neighbors import NeighborExpansion
@@ -154,9 +155,15 @@ def build_answer_engine(
     """The engine of one knowledge base, from its settings and stores (built once)."""
     model = AnswerModel.load(settings.answer_model)
     analyzer = QuestionAnalyzer(Lexicon.load(settings.lexicon) if settings.lexicon else None)
-    locator = AnswerLocator(
-        model, analyzer, stats, embed_model, threshold=gate_threshold(settings, model)
+    reader = (
+        build_reader(model.reading.reader, threads=settings.embed_threads, embed_model=embed_model)
+        if model.reading is not None and settings.reading
+        else None
     )
+    locator = AnswerLocator(
+        model, analyzer, stats, embed_model, threshold=gate_threshold(settings, model),
+        reader=reader,
+    )  # fmt: skip
     llm = None
     if settings.llm_base_url:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None

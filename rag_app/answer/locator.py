@@ -36,6 +36,7 @@ from rag_app.answer.question_features import (
     said,
     with_canonical_forms,
 )
+from rag_app.answer.reader import PassageReader
 from rag_app.answer.units import AnswerUnit, evidence_units
 from rag_app.retrieval.stats import TermStatistics
 
@@ -145,8 +146,10 @@ class AnswerLocator:
         embed_model: BaseEmbedding | None = None,
         *,
         threshold: float,
+        reader: PassageReader | None = None,
     ) -> None:
         self.model = model
+        self.reader = reader
         self.analyzer = analyzer
         self.stats = stats
         self.threshold = threshold
@@ -201,6 +204,7 @@ class AnswerLocator:
         best = self.model.answerable(
             question_vector(analysis, x, support, freqs, texts, self.specificity)
         )
+        best = self._read_stage(question, best, support, texts)
         refused = best < self.threshold
         reason = explanation = None
         parts: list[ScoredUnit] = []
@@ -218,6 +222,21 @@ class AnswerLocator:
             threshold=self.threshold, units=scored, parts=parts, analysis=analysis,
             absent_values=absent,
         )  # fmt: skip
+
+    def _read_stage(
+        self, question: str, gate: float, support: np.ndarray, texts: list[str]
+    ) -> float:
+        """The gate's probability through the model's reading stage, when it has one: the
+        question read against its best-supported units. A question the gate refuses whatever
+        the reading (a reading only lowers the probability) is not read."""
+        stage = self.model.reading
+        if stage is None:
+            return gate
+        if self.reader is None or stage.upper(gate) < self.threshold:
+            return stage.probability(gate, None)
+        top = np.argsort(-support, kind="stable")[: stage.units]
+        reading = self.reader.read(question, [texts[i][: stage.max_chars] for i in top])
+        return stage.probability(gate, reading)
 
     @property
     def lexicon(self) -> Lexicon:

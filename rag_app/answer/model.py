@@ -8,7 +8,11 @@
 * the **gate model** gives the question P(the evidence answers it) from question-level features
   (:data:`~rag_app.answer.question_features.QUESTION_FEATURES`: the support model's best scores, and
   whether the evidence holds the asked head, terms, entities and values). Below the preset's
-  threshold the question is refused.
+  threshold the question is refused;
+* the optional **reading stage** (:class:`ReadingStage`) lowers that probability when the
+  question and the best-supported units read as unrelated passages to a question-passage
+  embedding model (:class:`~rag_app.answer.reader.PassageReader`): a stacked logistic step over
+  the gate's log-odds, fitted after it, so the gate's own weights stay as they were.
 
 The weights live in ``answer_model.json`` next to this module, written by
 ``benchmarks/fit_answer_model.py`` from the dev data (a reproducible command); the file records
@@ -124,6 +128,41 @@ class TreeModel(BaseModel):
         return 1.0 / (1.0 + np.exp(-np.clip(raw, -40, 40)))
 
 
+class ReadingStage(BaseModel):
+    """log-odds = gate log-odds + ``weight`` * max(0, ``floor`` - reading) + ``bias``, where
+    ``reading`` is the highest cosine of the question with the ``units`` best-supported units
+    (:class:`~rag_app.answer.reader.PassageReader`). ``weight`` <= 0: a reading can only lower
+    the probability, so a question the gate already refuses needs none (:meth:`upper`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reader: str = Field(description="The question-passage model the stage was fitted with.")
+    units: int = Field(gt=0, description="How many best-supported units are read.")
+    max_chars: int = Field(gt=0, description="Each unit is read up to this many characters.")
+    floor: float = Field(
+        description="Readings at or above it change nothing: the lowest of the fitted "
+        "domains' 1st percentiles of answerable questions' readings."
+    )
+    weight: float = Field(le=0.0)
+    bias: float
+
+    def probability(self, gate: float, reading: float | None) -> float:
+        """The stacked probability; ``reading`` None (no reader): as if at the floor."""
+        shortfall = 0.0 if reading is None else max(0.0, self.floor - reading)
+        z = _logit(gate) + self.weight * shortfall + self.bias
+        return float(1.0 / (1.0 + np.exp(-np.clip(z, -40, 40))))
+
+    def upper(self, gate: float) -> float:
+        """The highest probability any reading can give: the question needs no reading when
+        this is below the threshold."""
+        return self.probability(gate, None)
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-9), 1 - 1e-9)
+    return float(np.log(p / (1 - p)))
+
+
 class AnswerModel(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -135,8 +174,12 @@ class AnswerModel(BaseModel):
         "probability is the gate's p_best. None: the unit model's.",
     )
     gate: LinearModel | TreeModel = Field(discriminator="kind")
+    reading: ReadingStage | None = Field(
+        None, description="The reading stage over the gate; None: the gate decides alone."
+    )
     thresholds: dict[str, float] = Field(
-        description="Gate presets: the gate probability below which a question is refused."
+        description="Gate presets: the gate probability (after the reading stage, when there "
+        "is one) below which a question is refused."
     )
     fitted_on: dict[str, object] = Field(default_factory=dict)
 

@@ -31,6 +31,11 @@ class EvidenceGate(BaseNodePostprocessor):
         return "EvidenceGate"
 
     @property
+    def locator(self) -> AnswerLocator:
+        """The answer step that decides (built once per knowledge base)."""
+        return self._locator
+
+    @property
     def threshold(self) -> float:
         return self._locator.threshold
 

