@@ -228,11 +228,12 @@ class AnswerLocator:
     ) -> float:
         """The gate's probability through the model's reading stage, when it has one: the
         question read against its best-supported units. A question the gate refuses whatever
-        the reading (a reading only lowers the probability) is not read."""
+        the reading (a reading only lowers the probability) is not read, nor any question when
+        the gate is off (threshold 0: everything is answered)."""
         stage = self.model.reading
         if stage is None:
             return gate
-        if self.reader is None or stage.upper(gate) < self.threshold:
+        if self.reader is None or self.threshold <= 0 or stage.upper(gate) < self.threshold:
             return stage.probability(gate, None)
         top = np.argsort(-support, kind="stable")[: stage.units]
         reading = self.reader.read(question, [texts[i][: stage.max_chars] for i in top])

@@ -10,8 +10,7 @@
   whether the evidence holds the asked head, terms, entities and values). Below the preset's
   threshold the question is refused;
 * the optional **reading stage** (:class:`ReadingStage`) lowers that probability when the
-  question and the best-supported units read as unrelated passages to a question-passage
-  embedding model (:class:`~rag_app.answer.reader.PassageReader`): a stacked logistic step over
+  question and the best-supported units read as unrelated passages to an embedding model (:class:`~rag_app.answer.reader.PassageReader`): a stacked logistic step over
   the gate's log-odds, fitted after it, so the gate's own weights stay as they were.
 
 The weights live in ``answer_model.json`` next to this module, written by
@@ -136,7 +135,7 @@ class ReadingStage(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    reader: str = Field(description="The question-passage model the stage was fitted with.")
+    reader: str = Field(description="The embedding model the stage was fitted with.")
     units: int = Field(gt=0, description="How many best-supported units are read.")
     max_chars: int = Field(gt=0, description="Each unit is read up to this many characters.")
     floor: float = Field(

@@ -93,4 +93,7 @@ def test_the_locator_reads_only_questions_a_reading_could_still_refuse(sample_kb
     strict = AnswerLocator(model, base.analyzer, base.stats, threshold=0.999999, reader=never)
     assert strict.locate("密码多长时间需要修改一次？", nodes).refused
     assert never.calls == []  # refused by the gate alone: nothing read
+    off = AnswerLocator(model, base.analyzer, base.stats, threshold=0.0, reader=never)
+    assert not off.locate("密码多长时间需要修改一次？", nodes).refused
+    assert never.calls == []  # the gate off: nothing to read for
     assert np.isfinite(decision.best)
