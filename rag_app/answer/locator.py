@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -36,7 +35,7 @@ from rag_app.answer.question_features import (
     said,
     with_canonical_forms,
 )
-from rag_app.answer.reader import PassageReader
+from rag_app.answer.reader import PassageReader, cosine_embedder
 from rag_app.answer.units import AnswerUnit, evidence_units
 from rag_app.retrieval.stats import TermStatistics
 
@@ -83,28 +82,6 @@ class AnswerDecision(BaseModel):
         "evidence holds: the answer is the closest the evidence has, not the asked one.",
     )
     analysis: QuestionAnalysis | None = None
-
-
-def cosines(query: Any, passages: Any) -> list[float]:
-    """Cosine similarity of one query vector with each passage vector (zero vectors give 0)."""
-    q = np.asarray(query, dtype=np.float64)
-    m = np.asarray(passages, dtype=np.float64)
-    denom = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
-    denom[denom == 0] = 1.0
-    return [float(v) for v in (m @ q) / denom]
-
-
-def cosine_embedder(embed_model: BaseEmbedding):  # type: ignore[no-untyped-def]
-    """(question, texts) -> cosine similarities with ``embed_model``."""
-
-    def embed(question: str, texts: list[str]) -> list[float]:
-        if not texts:
-            return []
-        return cosines(
-            embed_model.get_query_embedding(question), embed_model.get_text_embedding_batch(texts)
-        )
-
-    return embed
 
 
 _PART_ENDS = ("？", "?", "；", ";")

@@ -15,9 +15,32 @@ a short sentence and 0.7 s for 400 characters on one thread, too slow for every 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
+
+
+def cosines(query: Any, passages: Any) -> list[float]:
+    """Cosine similarity of one query vector with each passage vector (zero vectors give 0)."""
+    q = np.asarray(query, dtype=np.float64)
+    m = np.asarray(passages, dtype=np.float64)
+    denom = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
+    denom[denom == 0] = 1.0
+    return [float(v) for v in (m @ q) / denom]
+
+
+def cosine_embedder(embed_model: BaseEmbedding):  # type: ignore[no-untyped-def]
+    """(question, texts) -> cosine similarities with ``embed_model``."""
+
+    def embed(question: str, texts: list[str]) -> list[float]:
+        if not texts:
+            return []
+        return cosines(
+            embed_model.get_query_embedding(question), embed_model.get_text_embedding_batch(texts)
+        )
+
+    return embed
 
 
 class PassageReader:
@@ -31,11 +54,7 @@ class PassageReader:
     def read(self, question: str, texts: Sequence[str]) -> float:
         if not texts:
             return 0.0
-        q = np.asarray(self.embed_model.get_query_embedding(question), dtype=np.float64)
-        m = np.asarray(self.embed_model.get_text_embedding_batch(list(texts)), dtype=np.float64)
-        norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
-        norms[norms == 0] = 1.0
-        return float(np.max((m @ q) / norms))
+        return max(cosine_embedder(self.embed_model)(question, list(texts)))
 
 
 def build_reader(
