@@ -10,8 +10,9 @@
   whether the evidence holds the asked head, terms, entities and values). Below the preset's
   threshold the question is refused;
 * the optional **reading stage** (:class:`ReadingStage`) lowers that probability when the
-  question and the best-supported units read as unrelated passages to an embedding model (:class:`~rag_app.answer.reader.PassageReader`): a stacked logistic step over
-  the gate's log-odds, fitted after it, so the gate's own weights stay as they were.
+  question and the best-supported units read as unrelated passages to an embedding model
+  (:class:`~rag_app.answer.reader.PassageReader`): a stacked logistic step over the gate's
+  log-odds, fitted after it, so the gate's own weights stay as they were.
 
 The weights live in ``answer_model.json`` next to this module, written by
 ``benchmarks/fit_answer_model.py`` from the dev data (a reproducible command); the file records
