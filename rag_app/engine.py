@@ -98,9 +98,11 @@ class AnswerEngine(BaseQueryEngine):
         tenant: str = "default",
         top_k: int = 5,
         doc_ids: Sequence[str] | None = None,
+        bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        """Retrieve, rerank to ``top_k`` and expand neighbours: what the gate reads."""
-        bundle = QueryBundle(question)
+        """Retrieve, rerank to ``top_k`` and expand neighbours: what the gate reads. ``bundle``:
+        the question's bundle, to which the dense retrieval leaves the question's vector."""
+        bundle = QueryBundle(question) if bundle is None else bundle
         retriever = self.retriever_factory(tenant, max(top_k, self.rerank_candidates), doc_ids)
         nodes = retriever.retrieve(bundle)
         with stage("rerank"):
@@ -122,10 +124,11 @@ class AnswerEngine(BaseQueryEngine):
         if not question:
             raise ValueError("question is empty")
         t0 = time.perf_counter()
-        nodes = self.evidence(question, tenant=tenant, top_k=top_k, doc_ids=doc_ids)
+        bundle = QueryBundle(question)
+        nodes = self.evidence(question, tenant=tenant, top_k=top_k, doc_ids=doc_ids, bundle=bundle)
         t1 = time.perf_counter()
-        with stage("gate"):
-            decision = self.gate.decide(question, nodes)
+        with stage("gate"):  # the reading stage reuses the question's vector from retrieval
+            decision = self.gate.decide(question, nodes, query_vector=bundle.embedding)
         t2 = time.perf_counter()
         with stage("synthesis"):
             response = self.synthesizer.synthesize(question, nodes, decision=decision)

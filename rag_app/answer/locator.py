@@ -127,6 +127,7 @@ class AnswerLocator:
     ) -> None:
         self.model = model
         self.reader = reader
+        self.embed_model = embed_model  # the knowledge base's: retrieval embeds the question
         self.analyzer = analyzer
         self.stats = stats
         self.threshold = threshold
@@ -161,7 +162,16 @@ class AnswerLocator:
         x = self.extractor.matrix(analysis, weights, units, nodes)
         return analysis, units, x, freqs, weights
 
-    def locate(self, question: str, nodes: Sequence[NodeWithScore]) -> AnswerDecision:
+    def locate(
+        self,
+        question: str,
+        nodes: Sequence[NodeWithScore],
+        *,
+        query_vector: Sequence[float] | None = None,
+    ) -> AnswerDecision:
+        """The decision on ``question`` over ``nodes``. ``query_vector``: the question's vector
+        from the knowledge base's embedding model (retrieval computed it), reused by the reading
+        stage when it reads with that model."""
         if not nodes:
             return AnswerDecision(
                 refused=True, reason="no_evidence", threshold=self.threshold,
@@ -181,7 +191,7 @@ class AnswerLocator:
         best = self.model.answerable(
             question_vector(analysis, x, support, freqs, texts, self.specificity)
         )
-        best = self._read_stage(question, best, support, texts)
+        best = self._read_stage(question, best, support, texts, query_vector)
         refused = best < self.threshold
         reason = explanation = None
         parts: list[ScoredUnit] = []
@@ -201,7 +211,12 @@ class AnswerLocator:
         )  # fmt: skip
 
     def _read_stage(
-        self, question: str, gate: float, support: np.ndarray, texts: list[str]
+        self,
+        question: str,
+        gate: float,
+        support: np.ndarray,
+        texts: list[str],
+        query_vector: Sequence[float] | None = None,
     ) -> float:
         """The gate's probability through the model's reading stage, when it has one: the
         question read against its best-supported units. A question the gate refuses whatever
@@ -213,7 +228,10 @@ class AnswerLocator:
         if self.reader is None or self.threshold <= 0 or stage.upper(gate) < self.threshold:
             return stage.probability(gate, None)
         top = np.argsort(-support, kind="stable")[: stage.units]
-        reading = self.reader.read(question, [texts[i][: stage.max_chars] for i in top])
+        # the question's vector from retrieval, when the reader reads with the same model
+        shared = self.embed_model is not None and self.reader.embed_model is self.embed_model
+        vector = query_vector if shared else None
+        reading = self.reader.read(question, [texts[i][: stage.max_chars] for i in top], vector)
         return stage.probability(gate, reading)
 
     @property

@@ -51,10 +51,16 @@ class PassageReader:
         self.embed_model = embed_model
         self.name = name
 
-    def read(self, question: str, texts: Sequence[str]) -> float:
+    def read(
+        self, question: str, texts: Sequence[str], query_vector: Sequence[float] | None = None
+    ) -> float:
+        """``query_vector``: the question's vector from this reader's model when the caller has
+        it already (retrieval embedded the question with the same model); else it is embedded."""
         if not texts:
             return 0.0
-        return max(cosine_embedder(self.embed_model)(question, list(texts)))
+        if query_vector is None:
+            return max(cosine_embedder(self.embed_model)(question, list(texts)))
+        return max(cosines(query_vector, self.embed_model.get_text_embedding_batch(list(texts))))
 
 
 def build_reader(

@@ -39,8 +39,15 @@ class EvidenceGate(BaseNodePostprocessor):
     def threshold(self) -> float:
         return self._locator.threshold
 
-    def decide(self, question: str, nodes: Sequence[NodeWithScore]) -> AnswerDecision:
-        return self._locator.locate(question, nodes)
+    def decide(
+        self,
+        question: str,
+        nodes: Sequence[NodeWithScore],
+        query_vector: Sequence[float] | None = None,
+    ) -> AnswerDecision:
+        """``query_vector``: the question's vector from the knowledge base's embedding model,
+        when retrieval computed one (the reading stage then embeds only the units)."""
+        return self._locator.locate(question, nodes, query_vector=query_vector)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

@@ -140,12 +140,21 @@ class HybridRetriever(BaseRetriever):
         """Active chunks in scope by cosine similarity, best first."""
         return self._dense(question, n)[0]
 
-    def _dense(self, question: str, n: int) -> tuple[list[tuple[str, float]], dict[str, ChunkInfo]]:
-        """``dense`` plus the active chunks it read from the ledger (by id)."""
+    def _dense(
+        self, question: str, n: int, bundle: QueryBundle | None = None
+    ) -> tuple[list[tuple[str, float]], dict[str, ChunkInfo]]:
+        """``dense`` plus the active chunks it read from the ledger (by id). The question's
+        vector is ``bundle.embedding`` when set; else it is computed and left there (as
+        LlamaIndex's vector retrievers do), so the caller can reuse it."""
         if self.scope.doc_ids is not None and not self.scope.doc_ids:
             return [], {}  # an empty document list is an empty scope (Chroma rejects `$in: []`)
-        with stage("embed"):
-            query = self.embed_model.get_query_embedding(question)
+        if bundle is not None and bundle.embedding is not None:
+            query = list(bundle.embedding)
+        else:
+            with stage("embed"):
+                query = self.embed_model.get_query_embedding(question)
+            if bundle is not None:
+                bundle.embedding = query
         fetch = n * 2
         if self.scope.doc_ids is None and self.ledger.only_tenant(self.scope.tenant):
             # Chroma's metadata filter costs far more than the search (it reads the metadata of
@@ -259,7 +268,7 @@ class HybridRetriever(BaseRetriever):
             )
         if self.mode in ("hybrid", "dense"):
             t0 = time.perf_counter()
-            dense, dense_chunks = self._dense(question, self.candidates)
+            dense, dense_chunks = self._dense(question, self.candidates, query_bundle)
             timings["dense_ms"] = (time.perf_counter() - t0) * 1000
         if pending is not None:
             with stage("keyword_wait"):  # what the keyword branch added to the dense one

@@ -59,13 +59,58 @@ def test_a_reader_reads_the_answering_passage_closer_than_one_on_another_subject
     )
     assert both == pytest.approx(on, abs=1e-6)  # the best of the units read
     assert reader.read(question, []) == 0.0
+    vector = reader.embed_model.get_query_embedding(question)
+    units = ["投保人在犹豫期内申请解除合同的，保险公司无息退还全部保费。"]
+    assert reader.read(question, units, vector) == pytest.approx(on, abs=1e-6)
+
+
+def test_the_question_is_embedded_once_when_the_reader_is_the_knowledge_bases_model(
+    sample_kb,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Retrieval leaves the question's vector on its bundle and the reading stage reuses it:
+    one query embedding per question, and the same decision as reading it afresh."""
+    engine = sample_kb.query.engine
+    locator = engine.gate.locator
+    assert locator.reader is not None and locator.reader.embed_model is sample_kb.embed_model
+    question = "密码多长时间需要修改一次？"
+    read: list[object] = []
+    real_read = type(locator.reader).read
+
+    def spy(self, q, texts, query_vector=None):  # type: ignore[no-untyped-def]
+        read.append(query_vector)
+        return real_read(self, q, texts, query_vector)
+
+    monkeypatch.setattr(type(locator.reader), "read", spy)
+    model = type(sample_kb.embed_model)
+    queries: list[str] = []
+    real_query = model._get_query_embedding
+
+    def counting(self, query):  # type: ignore[no-untyped-def]
+        queries.append(query)
+        return real_query(self, query)
+
+    monkeypatch.setattr(model, "_get_query_embedding", counting)
+    result = engine.answer(question)
+    assert not result.decision.refused
+    assert len(read) == 1 and read[0] is not None  # read, with retrieval's vector
+    assert queries == [question]  # embedded once
+    afresh = locator.locate(question, result.nodes)  # no vector: the reader embeds it
+    assert afresh.best == pytest.approx(result.decision.best, abs=1e-4)
+    assert len(queries) == 2
+    from llama_index.core.schema import QueryBundle
+
+    given = QueryBundle(question, embedding=sample_kb.embed_model.get_query_embedding(question))
+    nodes = engine.evidence(question, bundle=given)  # a bundle with a vector: not embedded again
+    assert len(queries) == 3
+    assert [n.node.node_id for n in nodes] == [n.node.node_id for n in result.nodes]
 
 
 class _CountingReader(PassageReader):
     def __init__(self, value: float) -> None:
-        self.value, self.calls, self.name = value, [], "fake"
+        self.value, self.calls, self.name, self.embed_model = value, [], "fake", None
 
-    def read(self, question: str, texts: object) -> float:
+    def read(self, question: str, texts: object, query_vector: object = None) -> float:
         self.calls.append(list(texts))  # type: ignore[call-overload]
         return self.value
 
