@@ -17,6 +17,11 @@ The gate is followed by its reading stage (benchmarks/answer_reading.py; ``READI
 The **leave-one-domain-out** column refits everything (model and thresholds) without domain D and
 measures D (and drops the off-topic probes made from D's questions): the figure that predicts a
 user's own documents. Results: benchmarks/results/answer_model.json.
+
+``READER=e5`` fits the same models with an e5 reading stage and writes the second bundled file,
+``rag_app/answer/answer_model_e5.json`` (``RAG_READER=e5``; results in
+benchmarks/results/answer_model_e5.json). Refit both together: a test checks that they share
+the unit, support and gate models.
 """
 
 from __future__ import annotations
