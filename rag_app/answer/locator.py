@@ -265,7 +265,7 @@ class AnswerLocator:
         absent = []
         for value in stated_values(analysis):
             norm = self._normalize(value)
-            if any_value_in([norm], evidence) == 1.0 or in_words(norm) in evidence:
+            if any_value_in([norm], evidence) == 1.0 or any(w in evidence for w in in_words(norm)):
                 continue
             absent.append(value)
         return absent
@@ -331,12 +331,13 @@ def _short(unit: AnswerUnit, limit: int = 24) -> str:
 _DIGIT_WORDS = "零一二三四五六七八九"
 
 
-def in_words(value: str) -> str:
-    """``value`` with its whole number below 100 written in Chinese numerals (4倍 -> 四倍, 15日
-    -> 十五日, 20天 -> 二十天); ``value`` itself when it has no such number."""
+def in_words(value: str) -> list[str]:
+    """The spellings of ``value`` with its whole number below 100 in Chinese numerals (4倍 ->
+    四倍, 15日 -> 十五日, 20天 -> 二十天; a lone 2 also as 两: 2倍 -> 二倍, 两倍); ``value``
+    itself when it has no such number."""
     m = re.fullmatch(r"(\d{1,2})(\D*)", value)
     if m is None:
-        return value
+        return [value]
     n = int(m.group(1))
     tens, ones = divmod(n, 10)
     if tens == 0:
@@ -345,4 +346,7 @@ def in_words(value: str) -> str:
         words = (
             ("" if tens == 1 else _DIGIT_WORDS[tens]) + "十" + (_DIGIT_WORDS[ones] if ones else "")
         )
-    return words + m.group(2)
+    spellings = [words + m.group(2)]
+    if n == 2:
+        spellings.append("两" + m.group(2))
+    return spellings

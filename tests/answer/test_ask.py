@@ -214,13 +214,17 @@ RATES = """# 费率表
 ## 利息
 
 借贷双方约定的利率超过合同成立时一年期贷款市场报价利率四倍的，超过部分的利息不予支持。
+
+## 罚息
+
+逾期还款的，罚息按合同利率的两倍计收。
 """
 
 
 def test_an_answer_names_the_stated_values_its_evidence_lacks(kb, embed_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Asked about an age the table does not reach, the gate may still answer with the closest
     row; the answer then says that the evidence has no 65. An age the table holds, and a number
-    the evidence writes in Chinese numerals (四倍 for 4倍), get no such line."""
+    the evidence writes in Chinese numerals (四倍 for 4倍, 两倍 for 2倍), get no such line."""
     from rag_app import KnowledgeBase
 
     doc = tmp_path / "rates.md"
@@ -233,20 +237,23 @@ def test_an_answer_names_the_stated_values_its_evidence_lacks(kb, embed_model, t
         far = lenient.ask("65岁男性每年交多少保费？")
         near = lenient.ask("45岁男性每年交多少保费？")
         words = lenient.ask("约定的利率是报价利率的4倍，超出部分的利息还受保护吗？")
+        two = lenient.ask("逾期还款的罚息是合同利率的2倍吗？")  # 两倍, not 二倍
     finally:
         lenient.close()
     assert not far.refused and "“65岁”" in far.answer.splitlines()[1], far.answer
     assert far.absent_values == ["65岁"] and near.absent_values == []
     assert "1200" in near.answer.splitlines()[0] and "注意" not in near.answer, near.answer
     assert not words.refused and "注意" not in words.answer, words.answer
+    assert not two.refused and two.absent_values == [], two.answer
 
 
 @pytest.mark.parametrize(
     ("value", "written"),
-    [("4倍", "四倍"), ("10年", "十年"), ("15日", "十五日"), ("20天", "二十天"), ("99", "九十九"),
-     ("2021年", "2021年"), ("100元", "100元")],
+    [("4倍", ["四倍"]), ("10年", ["十年"]), ("15日", ["十五日"]), ("20天", ["二十天"]),
+     ("99", ["九十九"]), ("2倍", ["二倍", "两倍"]), ("12年", ["十二年"]), ("2021年", ["2021年"]),
+     ("100元", ["100元"])],
 )  # fmt: skip
-def test_a_stated_number_in_chinese_numerals(value: str, written: str) -> None:
+def test_a_stated_number_in_chinese_numerals(value: str, written: list[str]) -> None:
     from rag_app.answer.locator import in_words
 
     assert in_words(value) == written
