@@ -64,7 +64,7 @@ MODEL_PATH = bundled_model(READER)
 RESULTS_NAME = "answer_model" if READER == "usem3" else f"answer_model_{READER}"
 SPECIFICITY = WordSpecificity()
 # preset -> false-refusal rate its threshold is chosen for (each fitted domain's own threshold for
-# it, combined by their geometric mean: see thresholds)
+# it, the lowest of them: see thresholds)
 PRESET_TARGETS = {"lenient": 0.01, "balanced": 0.03, "strict": 0.06}
 C = 1.0
 # The gate: a sign-constrained logistic regression over the few question features whose direction
