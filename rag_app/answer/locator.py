@@ -221,11 +221,17 @@ class AnswerLocator:
         """The gate's probability through the model's reading stage, when it has one: the
         question read against its best-supported units. A question the gate refuses whatever
         the reading (a reading only lowers the probability) is not read, nor any question when
-        the gate is off (threshold 0: everything is answered)."""
+        the gate is off (threshold 0: everything is answered), nor one in a script the stage
+        was not fitted on (``ReadingStage.script``)."""
         stage = self.model.reading
         if stage is None:
             return gate
-        if self.reader is None or self.threshold <= 0 or stage.upper(gate) < self.threshold:
+        if (
+            self.reader is None
+            or self.threshold <= 0
+            or stage.upper(gate) < self.threshold
+            or not stage.reads(question)
+        ):
             return stage.probability(gate, None)
         top = np.argsort(-support, kind="stable")[: stage.units]
         # the question's vector from retrieval, when the reader reads with the same model

