@@ -183,6 +183,7 @@ class TorchE5:
         self.tokenizer = w.tokenizer
         self.hidden, self.heads, self.eps = w.hidden, w.heads, float(w.eps)
         self.window = w.max_positions - 2
+        self._prefix_ids = {p: self.tokenizer.content_ids(p) for p in ("query: ", "passage: ")}
         self._word_q4 = w.tensors["emb.word"].reshape(w.vocab, -1)
         t = torch.from_numpy
         self.pos = t(w.vector("emb.pos").reshape(w.max_positions, w.hidden))
@@ -254,9 +255,51 @@ class TorchE5:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.maximum(norms, math.sqrt(1e-12))).astype(np.float32)
 
+    def token_recall(self, query: str, passages: Sequence[str]) -> float:
+        """How much of the query the passages hold, token by token: for each of the query's
+        tokens, the highest cosine of its last-layer state with any token of any passage, averaged
+        over the query's tokens (BERTScore's recall, the query as the reference). A pooled
+        cosine tells how alike two texts are as wholes; this tells whether each part of the
+        question finds a counterpart: "机房温度标准" against a policy without a temperature keeps
+        a low 温度 however alike the rest is. 0.0 without passages."""
+        best = self.token_matches(query, passages)
+        return float(best.max(axis=0).mean()) if best.size else 0.0
+
+    def token_matches(self, query: str, passages: Sequence[str]) -> np.ndarray:
+        """(passages, query tokens): the highest cosine of each query token's last-layer state
+        with a token of each passage; the ``query: `` and ``passage: `` prefixes and the special
+        tokens are left out on both sides. One forward pass (the texts packed side by side); a
+        text is read up to the model's 512 positions."""
+        seqs, starts = [], []
+        for text, prefix in [(query, "query: ")] + [(p, "passage: ") for p in passages]:
+            ids = self.tokenizer.content_ids(prefix + text)[: self.window]
+            starts.append(1 + _shared_prefix(ids, self._prefix_ids[prefix]))
+            seqs.append([self.tokenizer.bos, *ids, self.tokenizer.eos])
+        rows: list[list[int]] = []
+        width = 0
+        for i, seq in enumerate(seqs):
+            if rows and width + len(seq) <= self.window + 2:
+                rows[-1].append(i)
+                width += len(seq)
+            else:
+                rows.append([i])
+                width = len(seq)
+        states = [s for row in rows for s in self._states([[seqs[i] for i in row]])]
+        own = [_unit_rows(s[a:-1]) for s, a in zip(states, starts, strict=True)]
+        out = np.zeros((len(passages), len(own[0])), dtype=np.float32)
+        for n, p in enumerate(own[1:]):
+            if len(p) and len(own[0]):
+                out[n] = (own[0] @ p.T).max(axis=1)
+        return out
+
     def _forward(self, rows: list[list[list[int]]]) -> np.ndarray:
         """Mean of the last layer's token states per sequence (specials included), for rows of
         sequences packed side by side; one vector per sequence, in row order."""
+        return np.stack([s.mean(axis=0) for s in self._states(rows)])
+
+    def _states(self, rows: list[list[list[int]]]) -> list[np.ndarray]:
+        """The last layer's token states of each sequence (specials included), for rows of
+        sequences packed side by side, each attending only to itself; in row order."""
         torch = self.torch
         F = torch.nn.functional
         width = max(sum(len(s) for s in row) for row in rows)
@@ -293,6 +336,19 @@ class TorchE5:
                 mid = F.gelu(F.linear(x, *blk["fi"]))
                 x = F.layer_norm(x + F.linear(mid, *blk["fo"]), (self.hidden,), *blk["oln"],
                                  eps=self.eps)  # fmt: skip
-            sums = torch.zeros(n, self.hidden).index_add_(0, seg[valid], x[valid])
-            counts = torch.bincount(seg[valid], minlength=n).clamp(min=1)[:, None]
-            return (sums / counts).numpy()
+            flat, owner = x[valid].numpy(), seg[valid].numpy()
+        bounds = np.searchsorted(owner, np.arange(n + 1))  # sequences are laid out in order
+        return [flat[bounds[k] : bounds[k + 1]] for k in range(n)]
+
+
+def _shared_prefix(ids: list[int], prefix: list[int]) -> int:
+    """How many leading ``ids`` are the prefix's own tokens (its trailing metaspace joins a
+    Latin first word, "▁What", so it is not counted then)."""
+    n = 0
+    while n < min(len(ids), len(prefix)) and ids[n] == prefix[n]:
+        n += 1
+    return n
+
+
+def _unit_rows(m: np.ndarray) -> np.ndarray:
+    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)

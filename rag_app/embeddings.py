@@ -203,6 +203,13 @@ class E5Embedding(BaseEmbedding):
         vectors = self._model.encode(bare, [True] + [False] * len(texts))
         return vectors[0], vectors[1:]
 
+    def token_recall(self, query: str, texts: list[str]) -> float:
+        """How much of the query the texts hold, token by token
+        (:meth:`rag_app.e5_torch.TorchE5.token_recall`)."""
+        return self._model.token_recall(  # type: ignore[no-any-return]
+            self._bare(query, "query: "), [self._bare(t, "passage: ") for t in texts]
+        )
+
     async def _aget_query_embedding(self, query: str) -> list[float]:
         return self._get_query_embedding(query)
 

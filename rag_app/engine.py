@@ -159,7 +159,12 @@ def build_answer_engine(
     model = AnswerModel.load(settings.answer_model or bundled_model(settings.reader))
     analyzer = QuestionAnalyzer(Lexicon.load(settings.lexicon) if settings.lexicon else None)
     reader = (
-        build_reader(model.reading.reader, threads=settings.embed_threads, embed_model=embed_model)
+        build_reader(
+            model.reading.reader,
+            threads=settings.embed_threads,
+            embed_model=embed_model,
+            measure=model.reading.measure,
+        )  # fmt: skip
         if model.reading is not None and settings.reading
         else None
     )

