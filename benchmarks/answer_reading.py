@@ -46,9 +46,11 @@ class Readings:
     """(question, unit text) -> cosine by the reader, cached on disk
     (``answer-readings-<reader>.pkl``)."""
 
+    cache_name = "readings"
+
     def __init__(self) -> None:
-        self.path = CACHE / f"answer-readings-{READER}.pkl"
-        self.cos: dict[tuple[str, str], float] = (
+        self.path = CACHE / f"answer-{self.cache_name}-{READER}.pkl"
+        self.cache: dict[tuple[str, str], Any] = (
             pickle.loads(self.path.read_bytes()) if self.path.exists() else {}
         )
         self.model: Any = None
@@ -56,59 +58,48 @@ class Readings:
         self.dirty = 0
 
     def __call__(self, question: str, texts: list[str]) -> list[float]:
-        todo = [t for t in dict.fromkeys(texts) if (question, t) not in self.cos]
+        todo = self._todo(question, texts)
         if todo:
-            if self.model is None:
-                from rag_app.embeddings import load_embedding
-
-                self.model = load_embedding(READER)
             if question not in self.questions:  # each LODO fold may read new units of it
                 self.questions[question] = self.model.get_query_embedding(question)
             got = cosines(self.questions[question], self.model.get_text_embedding_batch(todo))
-            self.cos.update({(question, t): c for t, c in zip(todo, got, strict=True)})
-            self.dirty += len(todo)
-            if self.dirty >= 2000:
-                self.save()
-        return [self.cos[(question, t)] for t in texts]
+            self._store(question, todo, got)
+        return [self.cache[(question, t)] for t in texts]
+
+    def _todo(self, question: str, texts: list[str]) -> list[str]:
+        """The texts not read yet against ``question`` (the reader loaded when there are)."""
+        todo = [t for t in dict.fromkeys(texts) if (question, t) not in self.cache]
+        if todo and self.model is None:
+            from rag_app.embeddings import load_embedding
+
+            self.model = load_embedding(READER)
+        return todo
+
+    def _store(self, question: str, texts: list[str], got: Any) -> None:
+        self.cache.update({(question, t): g for t, g in zip(texts, got, strict=True)})
+        self.dirty += len(texts)
+        if self.dirty >= 2000:
+            self.save()
 
     def save(self) -> None:
         if self.dirty:
-            self.path.write_bytes(pickle.dumps(self.cos))
+            self.path.write_bytes(pickle.dumps(self.cache))
             self.dirty = 0
 
 
-class TokenReadings:
+class TokenReadings(Readings):
     """(question, unit text) -> the best cosine of each of the question's tokens with the unit's
     tokens (``TorchE5.token_matches``), cached on disk (``answer-tokens-<reader>.pkl``); the
     reading of several units is the mean over the question's tokens of their best over them."""
 
-    def __init__(self) -> None:
-        self.path = CACHE / f"answer-tokens-{READER}.pkl"
-        self.rows: dict[tuple[str, str], np.ndarray] = (
-            pickle.loads(self.path.read_bytes()) if self.path.exists() else {}
-        )
-        self.model: Any = None
-        self.dirty = 0
+    cache_name = "tokens"
 
     def __call__(self, question: str, texts: list[str]) -> list[float]:
-        todo = [t for t in dict.fromkeys(texts) if (question, t) not in self.rows]
-        if todo:
-            if self.model is None:
-                from rag_app.embeddings import load_embedding
-
-                self.model = load_embedding(READER)._model  # the TorchE5 engine
-            got = self.model.token_matches(question, todo)
-            self.rows.update({(question, t): r for t, r in zip(todo, got, strict=True)})
-            self.dirty += len(todo)
-            if self.dirty >= 5000:
-                self.save()
-        best = np.max(np.stack([self.rows[(question, t)] for t in texts]), axis=0)
+        todo = self._todo(question, texts)
+        if todo:  # the E5Embedding's TorchE5 engine
+            self._store(question, todo, self.model._model.token_matches(question, todo))
+        best = np.max(np.stack([self.cache[(question, t)] for t in texts]), axis=0)
         return [float(best.mean()) if best.size else 0.0]
-
-    def save(self) -> None:
-        if self.dirty:
-            self.path.write_bytes(pickle.dumps(self.rows))
-            self.dirty = 0
 
 
 READINGS: Readings | TokenReadings = TokenReadings() if MEASURE == "token_recall" else Readings()

@@ -229,26 +229,7 @@ class TorchE5:
         queries = [is_query] * len(texts) if isinstance(is_query, bool) else list(is_query)
         windows = self._windows(texts, queries)
         seqs = [[self.tokenizer.bos, *ids, self.tokenizer.eos] for _, ids in windows]
-        rows: list[list[int]] = []  # the sequences (by index) packed into each row
-        widths: list[int] = []  # each row's tokens
-        for i in sorted(range(len(seqs)), key=lambda i: len(seqs[i])):
-            if rows and widths[-1] + len(seqs[i]) <= self.window + 2:
-                rows[-1].append(i)
-                widths[-1] += len(seqs[i])
-            else:
-                rows.append([i])
-                widths.append(len(seqs[i]))
-        means = np.zeros((len(seqs), self.hidden), dtype=np.float32)
-        start = 0
-        while start < len(rows):  # rows of similar lengths, at most `batch_tokens` padded a pass
-            end = start + 1
-            while end < len(rows) and (end - start + 1) * max(widths[start : end + 1]) <= (
-                self.batch_tokens
-            ):
-                end += 1
-            group, start = rows[start:end], end
-            flat = [j for row in group for j in row]
-            means[flat] = self._forward([[seqs[j] for j in row] for row in group])
+        means = np.stack([s.mean(axis=0) for s in self._sequence_states(seqs)])
         out = np.zeros((len(texts), self.hidden), dtype=np.float64)
         for (n, ids), mean in zip(windows, means, strict=True):
             out[n] += max(len(ids), 1) * mean
@@ -275,16 +256,7 @@ class TorchE5:
             ids = self.tokenizer.content_ids(prefix + text)[: self.window]
             starts.append(1 + _shared_prefix(ids, self._prefix_ids[prefix]))
             seqs.append([self.tokenizer.bos, *ids, self.tokenizer.eos])
-        rows: list[list[int]] = []
-        width = 0
-        for i, seq in enumerate(seqs):
-            if rows and width + len(seq) <= self.window + 2:
-                rows[-1].append(i)
-                width += len(seq)
-            else:
-                rows.append([i])
-                width = len(seq)
-        states = [s for row in rows for s in self._states([[seqs[i] for i in row]])]
+        states = self._sequence_states(seqs)
         own = [_unit_rows(s[a:-1]) for s, a in zip(states, starts, strict=True)]
         out = np.zeros((len(passages), len(own[0])), dtype=np.float32)
         for n, p in enumerate(own[1:]):
@@ -292,10 +264,33 @@ class TorchE5:
                 out[n] = (own[0] @ p.T).max(axis=1)
         return out
 
-    def _forward(self, rows: list[list[list[int]]]) -> np.ndarray:
-        """Mean of the last layer's token states per sequence (specials included), for rows of
-        sequences packed side by side; one vector per sequence, in row order."""
-        return np.stack([s.mean(axis=0) for s in self._states(rows)])
+    def _sequence_states(self, seqs: list[list[int]]) -> list[np.ndarray]:
+        """The last layer's token states of each sequence (specials included), in the order
+        given. Short sequences are packed side by side into rows of up to 512 tokens, and rows
+        of similar lengths are batched up to ``batch_tokens`` padded tokens a pass."""
+        rows: list[list[int]] = []  # the sequences (by index) packed into each row
+        widths: list[int] = []  # each row's tokens
+        for i in sorted(range(len(seqs)), key=lambda i: len(seqs[i])):
+            if rows and widths[-1] + len(seqs[i]) <= self.window + 2:
+                rows[-1].append(i)
+                widths[-1] += len(seqs[i])
+            else:
+                rows.append([i])
+                widths.append(len(seqs[i]))
+        out: list[np.ndarray] = [np.zeros((0, self.hidden), dtype=np.float32)] * len(seqs)
+        start = 0
+        while start < len(rows):
+            end = start + 1
+            while end < len(rows) and (end - start + 1) * max(widths[start : end + 1]) <= (
+                self.batch_tokens
+            ):
+                end += 1
+            group, start = rows[start:end], end
+            flat = [j for row in group for j in row]
+            states = self._states([[seqs[j] for j in row] for row in group])
+            for j, state in zip(flat, states, strict=True):
+                out[j] = state
+        return out
 
     def _states(self, rows: list[list[list[int]]]) -> list[np.ndarray]:
         """The last layer's token states of each sequence (specials included), for rows of

@@ -164,7 +164,7 @@ def build_answer_engine(
             threads=settings.embed_threads,
             embed_model=embed_model,
             measure=model.reading.measure,
-        )  # fmt: skip
+        )
         if model.reading is not None and settings.reading
         else None
     )

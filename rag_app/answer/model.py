@@ -143,9 +143,10 @@ class TreeModel(BaseModel):
 
 class ReadingStage(BaseModel):
     """log-odds = gate log-odds + ``weight`` * max(0, ``floor`` - reading) + ``bias``, where
-    ``reading`` is how well the ``units`` best-supported units read as the question's answer, by
-    ``measure`` (:class:`~rag_app.answer.reader.PassageReader`). ``weight`` <= 0: a reading can only lower
-    the probability, so a question the gate already refuses needs none (:meth:`upper`)."""
+    ``reading`` is how well the ``units`` best-supported units read as the question's answer,
+    by ``measure`` (:class:`~rag_app.answer.reader.PassageReader`). ``weight`` <= 0: a reading
+    can only lower the probability, so a question the gate already refuses needs none
+    (:meth:`upper`)."""
 
     model_config = ConfigDict(frozen=True)
 
