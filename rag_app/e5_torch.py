@@ -251,18 +251,24 @@ class TorchE5:
         with a token of each passage; the ``query: `` and ``passage: `` prefixes and the special
         tokens are left out on both sides. One forward pass (the texts packed side by side); a
         text is read up to the model's 512 positions."""
+        return self.read(query, passages)[1]
+
+    def read(self, query: str, passages: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The cosines of the query's vector with each passage's (as :meth:`encode` gives them,
+        for texts within 512 positions) and :meth:`token_matches`, from one forward pass."""
         seqs, starts = [], []
         for text, prefix in [(query, "query: ")] + [(p, "passage: ") for p in passages]:
             ids = self.tokenizer.content_ids(prefix + text)[: self.window]
             starts.append(1 + _shared_prefix(ids, self._prefix_ids[prefix]))
             seqs.append([self.tokenizer.bos, *ids, self.tokenizer.eos])
         states = self._sequence_states(seqs)
+        pooled = _unit_rows(np.stack([s.mean(axis=0) for s in states]).astype(np.float64))
         own = [_unit_rows(s[a:-1]) for s, a in zip(states, starts, strict=True)]
         out = np.zeros((len(passages), len(own[0])), dtype=np.float32)
         for n, p in enumerate(own[1:]):
             if len(p) and len(own[0]):
                 out[n] = (own[0] @ p.T).max(axis=1)
-        return out
+        return (pooled[1:] @ pooled[0]).astype(np.float32), out
 
     def _sequence_states(self, seqs: list[list[int]]) -> list[np.ndarray]:
         """The last layer's token states of each sequence (specials included), in the order

@@ -102,3 +102,15 @@ def test_token_recall_keeps_a_missing_detail_low(engines) -> None:  # type: igno
     token_gap = torch_e5.token_recall(question, [rule]) - torch_e5.token_recall(question, [other])
     q, r, o = torch_e5.encode([question, rule, other], [True, False, False])
     assert token_gap > float(q @ r - q @ o) + 0.02
+
+
+def test_read_gives_the_cosines_and_token_matches_of_one_pass(engines) -> None:  # type: ignore[no-untyped-def]
+    torch_e5, _ = engines
+    question = "机房温度标准是多少？"
+    passages = ["机房温度应保持在18至27摄氏度之间。", "机房应配备门禁系统，出入人员须登记。"]
+    cos, matches = torch_e5.read(question, passages)
+    q, *p = torch_e5.encode([question, *passages], [True, False, False])
+    np.testing.assert_allclose(cos, [float(q @ v) for v in p], atol=1e-5)
+    np.testing.assert_allclose(matches, torch_e5.token_matches(question, passages), atol=1e-6)
+    # the weakest-held question token: 温度 has no counterpart in the rule on access control
+    assert matches[1].min() < matches[0].min() - 0.03
