@@ -60,7 +60,7 @@ class Readings:
     def __call__(self, question: str, texts: list[str]) -> list[float]:
         todo = self._todo(question, texts)
         if todo and READER == "e5" and MEASURE == "cosine":
-            # one packed pass gives the cosines and the token matches (the second hinge's)
+            # one packed pass gives the cosines, and the token matches for READ_MEASURE=token_recall
             got, matches = self.model._model.read(question, todo)
             self._store(question, todo, [float(g) for g in got])
             TOKENS.cache.update({(question, t): m for t, m in zip(todo, matches, strict=True)})
@@ -109,21 +109,9 @@ class TokenReadings(Readings):
         best = np.max(np.stack([self.cache[(question, t)] for t in texts]), axis=0)
         return [float(best.mean()) if best.size else 0.0]
 
-    def weakest(self, question: str, texts: list[str]) -> float:
-        """The SECOND_QUANTILE of the question's tokens' best matches over ``texts``: how
-        well the worst-held part of the question is held (filled by Readings' e5 pass)."""
-        if any((question, t) not in self.cache for t in texts):
-            READINGS(question, texts)
-        best = np.max(np.stack([self.cache[(question, t)] for t in texts]), axis=0)
-        return float(np.quantile(best, SECOND_QUANTILE)) if best.size else 1.0
-
 
 TOKENS = TokenReadings()
 READINGS: Readings | TokenReadings = TOKENS if MEASURE == "token_recall" else Readings()
-# SECOND=1: a second hinge on the weakest-held question token (its SECOND_QUANTILE over the
-# question's tokens of their best match in the read units), its floor by the same rule
-SECOND = os.environ.get("SECOND", "0") == "1"
-SECOND_QUANTILE = float(os.environ.get("SECOND_QUANTILE", "0.0"))
 
 
 def reading(support: LinearModel, e: Example) -> float:
@@ -134,16 +122,6 @@ def reading(support: LinearModel, e: Example) -> float:
     p = support.probabilities(e.x, FEATURES)
     top = np.argsort(-p, kind="stable")[:UNITS]
     return max(READINGS(e.question, [e.texts[i][:MAX_CHARS] for i in top]))
-
-
-def second_reading(support: LinearModel, e: Example) -> float:
-    """The weakest-held question token over the same units as :func:`reading` (1.0 when the
-    stage would not read the question)."""
-    if not len(e.y) or not in_script(e.question, SCRIPT):
-        return 1.0
-    p = support.probabilities(e.x, FEATURES)
-    top = np.argsort(-p, kind="stable")[:UNITS]
-    return TOKENS.weakest(e.question, [e.texts[i][:MAX_CHARS] for i in top])
 
 
 def fit_reading(
@@ -160,27 +138,14 @@ def fit_reading(
     floor = min(float(np.quantile(v, READING_QUANTILE)) for v in by_domain.values())
     short = np.array([max(0.0, floor - reading(support, e)) for e in usable])
     y = np.array([1.0 if e.kind == "answerable" else 0.0 for e in usable])
-    floor2, short2 = 0.0, np.zeros(len(usable))
-    if SECOND:
-        by_domain2: dict[str, list[float]] = defaultdict(list)
-        for e in answered:
-            by_domain2[e.dataset].append(second_reading(support, e))
-        floor2 = min(float(np.quantile(v, READING_QUANTILE)) for v in by_domain2.values())
-        short2 = np.array([max(0.0, floor2 - second_reading(support, e)) for e in usable])
     READINGS.save()
 
     def loss(theta: np.ndarray) -> float:
-        z = gate_logit + theta[0] * short + theta[2] * short2 + theta[1]
+        z = gate_logit + theta[0] * short + theta[1]
         return float(np.sum(weights * (np.logaddexp(0.0, z) - y * z)))
 
-    bounds = [(None, 0.0), (None, None), (None, 0.0)]
-    res = minimize(loss, np.zeros(3), method="L-BFGS-B", bounds=bounds)
-    second = (
-        {"second": {"quantile": SECOND_QUANTILE, "floor": round(floor2, 4),
-                    "weight": round(float(res.x[2]), 3)}}
-        if SECOND else {}
-    )  # fmt: skip
+    res = minimize(loss, np.zeros(2), method="L-BFGS-B", bounds=[(None, 0.0), (None, None)])
     return ReadingStage(
         reader=READER, measure=MEASURE, units=UNITS, max_chars=MAX_CHARS, floor=round(floor, 4),
-        weight=round(float(res.x[0]), 3), bias=round(float(res.x[1]), 4), **second,
+        weight=round(float(res.x[0]), 3), bias=round(float(res.x[1]), 4),
     )  # fmt: skip

@@ -43,7 +43,7 @@ from answer_estimators import boosted, listwise_logistic, signed_logistic
 from answer_features import Example, examples, feature_version, squash
 from answer_offtopic import offtopic, source_of
 from answer_probes import EXCISED_SETS, excised, probes
-from answer_reading import READER, fit_reading, reading, second_reading
+from answer_reading import READER, fit_reading, reading
 from answer_tables import docs_table, presets_table
 from answer_tables import write as write_tables
 from common import ROOT, SHARED, write_result
@@ -209,11 +209,8 @@ def gate_scores(fitted: Fitted, rows: list[Example]) -> np.ndarray:
     if fitted.reading is not None:
         stage = fitted.reading
         read = [reading(fitted.support, e) for e in rows]
-        weak = [
-            second_reading(fitted.support, e) if stage.second is not None else None for e in rows
-        ]
         scores = np.array(
-            [stage.probability(float(p), r, w) for p, r, w in zip(scores, read, weak, strict=True)]
+            [stage.probability(float(p), r) for p, r in zip(scores, read, strict=True)]
         )
     empty = np.array([not len(e.y) for e in rows])
     scores[empty] = 0.0
@@ -421,6 +418,7 @@ def main() -> None:
         for col, vals in row.items():
             print(f"  {col:22s} {json.dumps(vals, ensure_ascii=False)}")
     print("thresholds", thr)
+    print("reading", fitted.reading)
     print(
         "unit",
         {f: round(c, 3) for f, c in zip(fitted.unit.features, fitted.unit.coef, strict=True)},

@@ -203,13 +203,6 @@ class E5Embedding(BaseEmbedding):
         vectors = self._model.encode(bare, [True] + [False] * len(texts))
         return vectors[0], vectors[1:]
 
-    def read(self, query: str, texts: list[str]) -> tuple[Any, Any]:
-        """The query's cosine with each text and its tokens' best matches in each, in one
-        forward pass (:meth:`rag_app.e5_torch.TorchE5.read`)."""
-        return self._model.read(  # type: ignore[no-any-return]
-            self._bare(query, "query: "), [self._bare(t, "passage: ") for t in texts]
-        )
-
     def token_recall(self, query: str, texts: list[str]) -> float:
         """How much of the query the texts hold, token by token
         (:meth:`rag_app.e5_torch.TorchE5.token_recall`)."""

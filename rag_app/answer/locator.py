@@ -234,14 +234,11 @@ class AnswerLocator:
         ):
             return stage.probability(gate, None)
         top = np.argsort(-support, kind="stable")[: stage.units]
-        read = [texts[i][: stage.max_chars] for i in top]
-        if stage.second is not None:  # the cosine and the weakest token from one pass
-            reading, weakest = self.reader.read_weakest(question, read, stage.second.quantile)
-            return stage.probability(gate, reading, weakest)
         # the question's vector from retrieval, when the reader reads with the same model
         shared = self.embed_model is not None and self.reader.embed_model is self.embed_model
         vector = query_vector if shared else None
-        return stage.probability(gate, self.reader.read(question, read, vector))
+        reading = self.reader.read(question, [texts[i][: stage.max_chars] for i in top], vector)
+        return stage.probability(gate, reading)
 
     @property
     def lexicon(self) -> Lexicon:

@@ -141,21 +141,6 @@ class TreeModel(BaseModel):
         return 1.0 / (1.0 + np.exp(-np.clip(raw, -40, 40)))
 
 
-class WeakestHinge(BaseModel):
-    """A second hinge of the reading stage, on the question's worst-held part: for each of the
-    question's tokens its best match with a token of the read units
-    (:meth:`~rag_app.e5_torch.TorchE5.token_matches`), and of those the ``quantile`` (0: the
-    weakest). A question whose words all find a counterpart except one ("机房温度标准" against a
-    rule on the machine room without a temperature) reads low here while its pooled cosine
-    stays high."""
-
-    model_config = ConfigDict(frozen=True)
-
-    quantile: float = Field(ge=0.0, le=1.0)
-    floor: float
-    weight: float = Field(le=0.0)
-
-
 class ReadingStage(BaseModel):
     """log-odds = gate log-odds + ``weight`` * max(0, ``floor`` - reading) + ``bias``, where
     ``reading`` is how well the ``units`` best-supported units read as the question's answer,
@@ -188,23 +173,14 @@ class ReadingStage(BaseModel):
         "'any': every question. The others are decided as if read at the floor.",
     )
 
-    second: WeakestHinge | None = Field(
-        None, description="A second hinge on the question's weakest-held token (e5 only)."
-    )
-
     def reads(self, question: str) -> bool:
         """Whether the stage reads ``question`` (see ``script``)."""
         return in_script(question, self.script)
 
-    def probability(
-        self, gate: float, reading: float | None, weakest: float | None = None
-    ) -> float:
-        """The stacked probability; ``reading`` None (no reader): as if at the floor;
-        ``weakest``: the second hinge's reading (None: as if at its floor)."""
+    def probability(self, gate: float, reading: float | None) -> float:
+        """The stacked probability; ``reading`` None (no reader): as if at the floor."""
         shortfall = 0.0 if reading is None else max(0.0, self.floor - reading)
         z = _logit(gate) + self.weight * shortfall + self.bias
-        if self.second is not None and weakest is not None:
-            z += self.second.weight * max(0.0, self.second.floor - weakest)
         return float(1.0 / (1.0 + np.exp(-np.clip(z, -40, 40))))
 
     def upper(self, gate: float) -> float:

