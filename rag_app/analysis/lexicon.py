@@ -54,6 +54,12 @@ class Lexicon(BaseModel):
         description="Characters after which 几 means 'a few', not 'how many' (这几个, 前几年, "
         "十几岁): a question word starting with 几 right after one is not a cue.",
     )
+    state_cues: list[str] = Field(
+        default_factory=list,
+        description="Question words of manner (如何, 怎样) that ask how a thing *is* when they "
+        "end the question right after a noun ('明天的天气如何', '机房的温度怎样'): the noun is "
+        "the asked thing; before a verb ('如何办理') they ask how to do it.",
+    )
     light_verbs: list[str] = Field(
         default_factory=list,
         description="Verbs whose object is the action itself (进行, 开展): in '哪一年进行了资产收购' "

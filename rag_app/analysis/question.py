@@ -120,6 +120,12 @@ class QuestionAnalyzer:
         order = {t.type: i for i, t in enumerate(lex.answer_types)}
         chosen = min(cues, key=lambda c: (order.get(c[3], 99), c[0]), default=None)
         words = [(w.word, w.flag) for w in _jieba_posseg().lcut(question)]
+        if (
+            chosen is not None
+            and chosen[3] == "method"
+            and self._asks_state(question, words, chosen)
+        ):
+            chosen = (*chosen[:3], "what")  # "明天的天气如何": what the weather will be, not how to
         entities = named_entities(question, words, lex)
         values = [m for m in value_matches(question) if not any(m.group(0) in e for e in entities)]
         constraints = [m.group(0) for m in values]
@@ -178,6 +184,35 @@ class QuestionAnalyzer:
             names=names,
             subjects=named if each and len(named) >= 2 else [],
         )
+
+    def _asks_state(
+        self, question: str, words: list[tuple[str, str]], cue: tuple[int, int, str, str]
+    ) -> bool:
+        """A question word of manner that ends the question (呢 and marks aside) right after a
+        noun asks how that thing is ("他当时的心情如何？", "机房的温度怎样"), not how to do
+        something ("如何办理", "应该怎样处理"); nor does one after a vague noun, which asks
+        broadly ("X的违约情况如何")."""
+        lex = self.lexicon
+        start = cue[0]
+        word = next((w for w in lex.state_cues if question.startswith(w, start)), None)
+        if word is None or question[start + len(word) :].strip("呢吗？?。！! ") != "":
+            return False
+        pos, seen = 0, []
+        for w, flag in words:
+            if pos + len(w) > start:
+                break
+            pos = pos + len(w)
+            seen.append((w, flag))
+        if not seen or pos != start:
+            return False
+        noun, flag = seen[-1]
+        if lex.is_vague(noun):  # "X的违约情况如何" asks broadly: no one thing is asked
+            return False
+        if (flag.startswith("n") and not flag.startswith("nr")) or flag in ("vn", "an"):
+            return True
+        # a word right after 的 is owned, so nominal, whatever jieba's tag ("项目的预算/v如何")
+        owned = len(seen) > 1 and seen[-2][0] == "的"
+        return owned and not flag.startswith(("d", "r", "x", "u", "p", "c"))
 
     @staticmethod
     def _focus(

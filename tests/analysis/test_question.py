@@ -305,3 +305,22 @@ def test_two_names_in_a_chain_of_de_are_one_subject(analyzer: QuestionAnalyzer) 
     assert analyzer("王某某、钱某的籍贯是哪里？").subjects[:2] == ["王某某", "钱某"]
     assert analyzer("张某的律师李某某的电话是多少？").subjects == []
     assert analyzer("张某的律师李某某的电话是多少？").names == ["张某", "李某某"]
+
+
+def test_a_manner_word_ending_the_question_after_a_noun_asks_how_that_thing_is(
+    analyzer: QuestionAnalyzer,
+) -> None:
+    """ "X如何" with X a noun asks what X is like (X is the asked thing); before a verb, 如何 asks
+    how to do something and names no head."""
+    for question, head in [
+        ("机房的温度如何？", "温度"),
+        ("上个月的天气怎么样？", "天气"),
+        ("新员工的试用期待遇怎样？", "待遇"),
+        ("这个项目的预算如何呢？", "预算"),
+    ]:
+        a = analyzer(question)
+        assert (a.answer_type, a.head) == ("what", head), question
+    not_one_thing = ["忘记密码应该如何处理？", "如何申请年假？", "报销单怎样填写？", "张三如何？"]
+    for question in [*not_one_thing, "今年的销售情况如何？"]:  # 情况: asked broadly
+        a = analyzer(question)
+        assert a.answer_type == "method" and a.head is None, question
