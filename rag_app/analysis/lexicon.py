@@ -37,7 +37,9 @@ class Lexicon(BaseModel):
         "glue to the next name (和云翼): stripped from entities.",
     )
     vague_nouns: list[str] = Field(
-        default_factory=list, description="Nouns that never say what is asked (数据, 情况)."
+        default_factory=list,
+        description="Nouns that never say what is asked (数据, 情况) or name only its kind "
+        "(标准, 要求, 名称: in '机房的温度标准是多少' the asked thing is 温度).",
     )
     period_suffixes: list[str] = Field(
         default_factory=list,

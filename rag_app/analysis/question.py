@@ -61,10 +61,10 @@ class QuestionAnalysis(BaseModel):
     phrase: list[str] = Field(
         default_factory=list,
         description="Terms of the asked phrase, the content words around the head "
-        "('机房温度标准是多少' -> 机房, 温度, 标准): one answer unit should hold them together.",
+        "('机房温度上限是多少' -> 机房, 温度): one answer unit should hold them together.",
     )
     asked: str = Field(
-        "", description="The asked phrase as written (机房温度标准), for semantic matching."
+        "", description="The asked phrase as written (机房温度), for semantic matching."
     )
     labels: list[str] = Field(default_factory=list, description="第X条 labels, canonical.")
     names: list[str] = Field(
@@ -242,7 +242,8 @@ class QuestionAnalyzer:
         a noun, without a trailing verb or vague noun ("售价达到了多少" -> 售价, "销量数据" ->
         销量), unless that run is one word right after 的 (its tag aside: "他的身高是多少" ->
         身高): its last word is the head (with the one before when it is a single character:
-        等待|期 -> 等待期) and the run is the asked phrase ("机房温度标准是多少" -> 机房温度标准).
+        等待|期 -> 等待期) and the run is the asked phrase ("电池容量是多少" -> 电池容量; a trailing
+        vague noun left out: "机房温度标准是多少" -> 机房温度).
         Else the nearest content word of two or more characters in that clause, else (jieba cut
         the word into untagged pieces) the run of words before the cue in that clause.
 

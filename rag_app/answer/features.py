@@ -31,7 +31,7 @@ FEATURES: tuple[str, ...] = (
     "miss_all",  # ... missing from all the evidence
     "head_unit",  # the asked head is in the unit (1; up to spelling variants), or most of its chars
     "head_ctx",  # ... in the node
-    "phrase_unit",  # IDF-weighted coverage of the asked phrase's terms (机房温度标准) in the unit
+    "phrase_unit",  # IDF-weighted coverage of the asked phrase's terms (机房温度) in the unit
     "phrase_ctx",  # ... in the node
     "focus_unit",  # IDF-weighted coverage of the asking clause's terms but the entities
     "focus_ctx",  # ... in the node
@@ -388,7 +388,7 @@ class FeatureExtractor:
     ) -> None:
         """Embed the best units by lexical coverage; the others get the lowest similarity. The
         asked phrase is compared with the short segments of those units (a row's column names,
-        else its clauses), so "月薪" meets the column "月工资" and "机房温度标准" meets
+        else its clauses), so "月薪" meets the column "月工资" and "机房温度" meets
         nothing; a question without an asked phrase leaves ``asked_sim`` at 1."""
         assert self.embed is not None
         i_cov, i_dense, i_gap, i_asked = (

@@ -43,7 +43,7 @@ QUESTION_FEATURES: tuple[str, ...] = (
     "head_with_entity",  # a node holds both the asked head and the question's entities
     "head_unit_with_entity",  # a unit holds the head, in a node with the entities
     "cov_with_entity",  # the best node coverage, times its share of the entities
-    "phrase_unit_max",  # one unit holds the asked phrase's terms (机房温度标准)
+    "phrase_unit_max",  # one unit holds the asked phrase's terms (机房温度)
     "phrase_with_entity",  # a node holds the asked phrase and the question's entities
     "asks_fact",  # asks for a value, a name or a thing (not how, why or whether)
     "phrase_term_missing",  # share of the asked phrase's weight in no passage

@@ -107,6 +107,10 @@ def test_head_prefers_a_noun_to_a_verb_or_a_vague_noun(analyzer: QuestionAnalyze
     # 数据/情况/信息 say nothing about what is asked
     assert analyzer("这个小区的绿化率数据是多少？").head == "绿化率"
     assert analyzer("地铁站的客流情况是多少？").head == "客流"
+    # 标准/要求/名称 name only the kind of what is asked: a document states the thing itself
+    assert analyzer("机房的温度标准是多少？").head == "温度"
+    assert analyzer("这座大桥叫什么名字？").head == "大桥"
+    assert analyzer("这家医院的名称是什么？").head == "医院"
 
 
 def test_the_word_between_de_and_the_question_word_is_asked(analyzer: QuestionAnalyzer) -> None:
@@ -220,7 +224,9 @@ def test_comparisons_ask_for_a_choice(analyzer: QuestionAnalyzer) -> None:
 
 
 def test_the_asked_phrase_as_written(analyzer: QuestionAnalyzer) -> None:
-    assert analyzer("制度规定的机房温度标准是多少？").asked == "机房温度标准"
+    assert analyzer("这款手机的电池容量是多少？").asked == "电池容量"
+    # without the trailing noun that names only the kind of what is asked (标准)
+    assert analyzer("制度规定的机房温度标准是多少？").asked == "机房温度"
     assert analyzer("为什么？").asked == ""
 
 
