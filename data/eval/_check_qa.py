@@ -1,7 +1,8 @@
 """Consistency check for data/eval/sample_qa.jsonl against data/knowledge/.
 
 Run from the repository root:
-    .venv/bin/python data/eval/_check_qa.py
+    .venv/bin/python data/eval/_check_qa.py [data/eval/lay_qa.jsonl]
+(sample_qa.jsonl by default; ids are <prefix>-001, <prefix>-002, ... with the file's own prefix)
 
 For every answerable question it checks that
   * each gold_doc exists;
@@ -100,16 +101,18 @@ def row_match(gold: dict, header: list[str], rows: list[list[str]]) -> bool:
 def main() -> int:
     errors: list[str] = []
     cache: dict[str, tuple[str, list[list[str]]]] = {}
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else QA
     recs = [
-        json.loads(line) for line in QA.read_text(encoding="utf-8").splitlines() if line.strip()
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
+    prefix = str(recs[0].get("id", "sample")).rsplit("-", 1)[0] if recs else "sample"
     for i, q in enumerate(recs, 1):
         qid = q.get("id", f"#{i}")
         for f in FIELDS:
             if f not in q:
                 errors.append(f"{qid}: missing field {f}")
-        if qid != f"sample-{i:03d}":
-            errors.append(f"{qid}: expected id sample-{i:03d}")
+        if qid != f"{prefix}-{i:03d}":
+            errors.append(f"{qid}: expected id {prefix}-{i:03d}")
         if not q["answerable"]:
             if q["answers"] or q["gold_docs"] or q["gold_spans"] or q["gold_rows"]:
                 errors.append(f"{qid}: unanswerable question has gold fields")
