@@ -1,4 +1,4 @@
-"""Consistency check for data/eval/sample_qa.jsonl against data/knowledge/.
+"""Consistency check of a question set (data/eval/sample_qa.jsonl by default) against data/knowledge/.
 
 Run from the repository root:
     .venv/bin/python data/eval/_check_qa.py [data/eval/lay_qa.jsonl]
