@@ -197,21 +197,16 @@ class QuestionAnalyzer:
         word = next((w for w in lex.state_cues if question.startswith(w, start)), None)
         if word is None or question[start + len(word) :].strip("呢吗？?。！! ") != "":
             return False
-        pos, seen = 0, []
-        for w, flag in words:
-            if pos + len(w) > start:
-                break
-            pos = pos + len(w)
-            seen.append((w, flag))
-        if not seen or pos != start:
+        seen = [sp for sp in _word_spans(words) if sp[1] <= start]
+        if not seen or seen[-1][1] != start:
             return False
-        noun, flag = seen[-1]
+        noun, flag = seen[-1][2], seen[-1][3]
         if lex.is_vague(noun):  # "X的违约情况如何" asks broadly: no one thing is asked
             return False
         if (flag.startswith("n") and not flag.startswith("nr")) or flag in ("vn", "an"):
             return True
         # a word right after 的 is owned, so nominal, whatever jieba's tag ("项目的预算/v如何")
-        owned = len(seen) > 1 and seen[-2][0] == "的"
+        owned = len(seen) > 1 and seen[-2][2] == "的"
         return owned and not flag.startswith(("d", "r", "x", "u", "p", "c"))
 
     @staticmethod
@@ -251,10 +246,7 @@ class QuestionAnalyzer:
         柳|某某) or a one-char word jieba tags as a name (戈 of 戈|登出|生于); the name is a term
         of its own (``named``: where the anonymised names are, :meth:`Lexicon.pseudonym_spans`)."""
         start, end = cue[0], cue[1]
-        spans, pos = [], 0
-        for word, flag in words:
-            spans.append((pos, pos + len(word), word, flag))
-            pos += len(word)
+        spans = _word_spans(words)
         lex = self.lexicon
 
         def content(i: int) -> bool:
@@ -427,6 +419,12 @@ class QuestionAnalyzer:
         if any(noun(i, f) for i in run for f in _NOUN_PASSES):
             return None
         return text
+
+
+def _word_spans(words: list[tuple[str, str]]) -> list[tuple[int, int, str, str]]:
+    """jieba's words with where each starts and ends in the question: (start, end, word, flag)."""
+    ends = list(accumulate(len(w) for w, _ in words))
+    return [(e - len(w), e, w, f) for (w, f), e in zip(words, ends, strict=True)]
 
 
 def _copula_subject(spans: list[tuple[int, int, str, str]], run: list[int]) -> bool:
