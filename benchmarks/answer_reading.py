@@ -63,8 +63,7 @@ class Readings:
             # one packed pass gives the cosines, and the token matches for READ_MEASURE=token_recall
             got, matches = self.model._model.read(question, todo)
             self._store(question, todo, [float(g) for g in got])
-            TOKENS.cache.update({(question, t): m for t, m in zip(todo, matches, strict=True)})
-            TOKENS.dirty += len(todo)
+            TOKENS._store(question, todo, list(matches))
         elif todo:
             if question not in self.questions:  # each LODO fold may read new units of it
                 self.questions[question] = self.model.get_query_embedding(question)
