@@ -199,7 +199,7 @@ def question_rows(unit: LinearModel, rows: list[Example]) -> np.ndarray:
     out = []
     for e in rows:
         probs = unit.probabilities(e.x, FEATURES) if len(e.y) else np.zeros(0)
-        out.append(question_vector(e.analysis, e.x, probs, e.frequencies, e.texts, SPECIFICITY))
+        out.append(question_vector(e.analysis, e.x, probs, e.texts, SPECIFICITY))
     return np.vstack(out) if out else np.zeros((0, len(QUESTION_FEATURES)))
 
 

@@ -9,7 +9,6 @@ a value of the asked answer type, embedding similarity, and position. The fitted
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -46,14 +45,9 @@ FEATURES: tuple[str, ...] = (
     "value_with_head",  # the unit holds a value of the asked type and the asked head
     "dense",  # cosine of the question and the unit embeddings
     "dense_gap",  # dense minus the best dense of the evidence
-    "asked_sim",  # best cosine of the asked phrase and one clause or column name of the unit
     "rank",  # 1 / number of the unit's evidence node
     "first_in_node",
-    "is_row",
-    "is_item",
     "column",  # a row: best coverage of the question by one column name
-    "length",  # log length of the unit
-    "novelty",  # share of the unit's chars that are not in the question
     # the unit read under its heading path: a title names the subject of each sentence below it
     # ("它的面积约为0.304平方公里" under "# 乍都节公园"); these rank units, the gate reads the
     # unit's own words (the support model, rag_app/answer/model.py)
@@ -91,8 +85,6 @@ _ANY_YEAR = re.compile(
     r"(?<!\d)\d{4}\s*年|(?<!\d)\d{4}[-/.]\d{1,2}(?!\d)|年[份度]?\s*[:：]\s*\d{4}(?!\d)"
 )
 _LEADING_ZEROS = re.compile(r"^0+(?=\d)")
-_CLAUSE = re.compile(r"[，。；：、,;:！？!?（）()\s]+")
-MAX_SEGMENTS = 6  # clauses (or column names) per unit compared with the asked phrase
 DENSE_UNITS = 8  # units embedded per question (the best by lexical coverage)
 
 
@@ -298,7 +290,6 @@ class FeatureExtractor:
         ew = dict.fromkeys(entities, 1.0)
         bound = _bound(head) if head else None
         value = self.lexicon.value_pattern(analysis.answer_type) if analysis.expects_value else None
-        q_chars = set(analysis.text)
         # the question's words but its numbers (a number is read whole, as a stated value: the
         # digits of 63 are not a partial match of a cell 1633)
         words = {t: v for t, v in w.items() if not DIGITS.fullmatch(t)}
@@ -353,14 +344,9 @@ class FeatureExtractor:
                     min(1.0 if has_value else 0.0, head_unit),
                     0.0,
                     0.0,
-                    1.0,
                     1.0 / u.source,
                     1.0 if u.index == 0 else 0.0,
-                    1.0 if u.kind == "row" else 0.0,
-                    1.0 if u.kind == "item" else 0.0,
                     column,
-                    math.log1p(len(u.text)) / 6.0,
-                    sum(1 for ch in u.text if ch not in q_chars) / max(len(u.text), 1),
                     weighted_coverage(w, text, title),
                     inherited_bigrams(q_bigrams, text, title),
                     weighted_coverage({head: 1.0}, text, title) if head else 1.0,
@@ -386,16 +372,12 @@ class FeatureExtractor:
     def _dense(
         self, analysis: QuestionAnalysis, units: Sequence[AnswerUnit], x: np.ndarray
     ) -> None:
-        """Embed the best units by lexical coverage; the others get the lowest similarity. The
-        asked phrase is compared with the short segments of those units (a row's column names,
-        else its clauses), so "月薪" meets the column "月工资" and "机房温度" meets
-        nothing; a question without an asked phrase leaves ``asked_sim`` at 1."""
+        """Embed the best units by lexical coverage; the others get the lowest similarity."""
         assert self.embed is not None
-        i_cov, i_dense, i_gap, i_asked = (
+        i_cov, i_dense, i_gap = (
             FEATURES.index("cov_unit"),
             FEATURES.index("dense"),
             FEATURES.index("dense_gap"),
-            FEATURES.index("asked_sim"),
         )
         order = np.argsort(-x[:, i_cov], kind="stable")[:DENSE_UNITS]
         sims = self.embed(analysis.text, [units[i].scoring_text for i in order])
@@ -403,20 +385,3 @@ class FeatureExtractor:
         for i, s in zip(order, sims, strict=True):
             x[i, i_dense] = s
         x[:, i_gap] = x[:, i_dense] - x[:, i_dense].max()
-        if len(analysis.asked) < 2:
-            return
-        segments = {int(i): segments_of(units[i]) for i in order}
-        flat = list(dict.fromkeys(s for segs in segments.values() for s in segs))
-        if not flat:
-            return
-        sim = dict(zip(flat, self.embed(analysis.asked, flat), strict=True))
-        x[:, i_asked] = min(sim.values())
-        for i, segs in segments.items():
-            if segs:
-                x[i, i_asked] = max(sim[s] for s in segs)
-
-
-def segments_of(unit: AnswerUnit) -> list[str]:
-    """A unit's short segments: a row's column names, else its clauses (two or more chars)."""
-    parts = unit.header if unit.kind == "row" and unit.header else _CLAUSE.split(unit.text)
-    return list(dict.fromkeys(p.strip() for p in parts if len(p.strip()) >= 2))[:MAX_SEGMENTS]

@@ -143,7 +143,7 @@ class AnswerLocator:
     def features(
         self, question: str, nodes: Sequence[NodeWithScore]
     ) -> tuple[QuestionAnalysis, list[AnswerUnit], np.ndarray]:
-        analysis, units, x, _, _ = self._read(question, nodes)
+        analysis, units, x, _ = self._read(question, nodes)
         return analysis, units, x
 
     def _read(
@@ -151,16 +151,15 @@ class AnswerLocator:
         question: str,
         nodes: Sequence[NodeWithScore],
         units: list[AnswerUnit] | None = None,
-    ) -> tuple[QuestionAnalysis, list[AnswerUnit], np.ndarray, dict[str, int], dict[str, float]]:
+    ) -> tuple[QuestionAnalysis, list[AnswerUnit], np.ndarray, dict[str, float]]:
         """The analysis, the units (``units``: already cut from ``nodes``), their features, and
-        the question's term frequencies and IDF weights (read from the keyword index once for
-        the whole decision)."""
+        the question's IDF weights (read from the keyword index once for the whole decision)."""
         analysis = self.analyzer(question)
         units = evidence_units(nodes) if units is None else units
         freqs, total = self.stats.frequencies(question_terms(analysis))
         weights = self.stats.idf(analysis.terms, freqs, total)
         x = self.extractor.matrix(analysis, weights, units, nodes)
-        return analysis, units, x, freqs, weights
+        return analysis, units, x, weights
 
     def locate(
         self,
@@ -177,7 +176,7 @@ class AnswerLocator:
                 refused=True, reason="no_evidence", threshold=self.threshold,
                 explanation="在可查询的范围内没有检索到相关资料。",
             )  # fmt: skip
-        analysis, units, x, freqs, weights = self._read(question, nodes)
+        analysis, units, x, weights = self._read(question, nodes)
         if not units:
             return AnswerDecision(
                 refused=True, reason="no_evidence", threshold=self.threshold, analysis=analysis,
@@ -188,9 +187,7 @@ class AnswerLocator:
         scored = [ScoredUnit(unit=units[i], probability=round(float(probs[i]), 4)) for i in order]
         support = self.model.support_probabilities(x)  # the gate reads the units' own words
         texts = [u.text for u in units]
-        best = self.model.answerable(
-            question_vector(analysis, x, support, freqs, texts, self.specificity)
-        )
+        best = self.model.answerable(question_vector(analysis, x, support, texts, self.specificity))
         best = self._read_stage(question, best, support, texts, query_vector)
         refused = best < self.threshold
         reason = explanation = None
@@ -249,7 +246,7 @@ class AnswerLocator:
     ) -> ScoredUnit:
         """The best unit of the evidence (cut into ``units``) for one question of a compound
         one."""
-        _, _, x, _, _ = self._read(question, nodes, units)
+        _, _, x, _ = self._read(question, nodes, units)
         probs = self.model.unit_probabilities(x)
         i = int(np.argmax(probs))
         return ScoredUnit(unit=units[i], probability=round(float(probs[i]), 4))

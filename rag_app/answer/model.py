@@ -47,10 +47,9 @@ def bundled_model(reader: str) -> Path:
 
 
 PRESETS = ("strict", "balanced", "lenient")
-# The features read from the embedding model: each question embeds its best units and their
-# clauses for them, most of the answer step's time. Computed only for a model that weighs them.
-EMBEDDING_FEATURES = ("dense", "dense_gap", "asked_sim")
-EMBEDDING_QUESTION_FEATURES = ("dense_max", "asked_sim_max")
+# The unit features read from the embedding model: each question embeds its best units, most of
+# the answer step's time. Computed only for a model that weighs them.
+EMBEDDING_FEATURES = ("dense", "dense_gap")
 
 
 def spread_header_rows(probs: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -251,19 +250,16 @@ class AnswerModel(BaseModel):
             raise ValueError(f"could not load the answer model {target}: {exc}") from exc
 
     def reads_embeddings(self) -> bool:
-        """Whether a unit, support or gate weight rests on a feature of the embedding model.
-        When none does (the fit gave them no weight), the locator leaves them uncomputed: the
-        same probabilities, without embedding every question's units. A weight the solver left
-        at rounding noise (1e-16) is none."""
-        for m in (self.unit, self.support, self.gate):
+        """Whether a unit or support weight rests on a feature of the embedding model. When
+        none does (the fit gave them no weight), the locator leaves them uncomputed: the same
+        probabilities, without embedding every question's units. A weight the solver left at
+        rounding noise (1e-16) is none. (The gate reads none: its question features are
+        lexical.)"""
+        for m in (self.unit, self.support):
             if m is None:
                 continue
-            used = (
-                [f for f, c in zip(m.features, m.coef, strict=True) if abs(c) > 1e-9]
-                if isinstance(m, LinearModel)
-                else m.features
-            )
-            if any(f in EMBEDDING_FEATURES or f in EMBEDDING_QUESTION_FEATURES for f in used):
+            used = [f for f, c in zip(m.features, m.coef, strict=True) if abs(c) > 1e-9]
+            if any(f in EMBEDDING_FEATURES for f in used):
                 return True
         return False
 

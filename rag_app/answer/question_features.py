@@ -1,9 +1,9 @@
 """Question-level features: what the gate decides on.
 
-The unit model (:mod:`rag_app.answer.features`) scores each unit; the gate reads the question as a
-whole: the unit model's best scores and how well the evidence holds the question's asked head,
-terms, entities and values (a record that names the person but not the asked detail has every
-entity and no head).
+The unit and support models (:mod:`rag_app.answer.features`) score each unit; the gate reads the
+question as a whole: the support model's best score and how well the evidence holds the
+question's asked head, phrase, entities and values (a record that names the person but not the
+asked detail has every entity and no head).
 """
 
 from __future__ import annotations
@@ -14,57 +14,29 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from rag_app.analysis.question import VALUE_TYPES, QuestionAnalysis
+from rag_app.analysis.question import QuestionAnalysis
 from rag_app.answer.features import DIGITS, FEATURES
 from rag_app.retrieval.tokenizer import canonical_forms
 
-FACT_TYPES = (*VALUE_TYPES, "what", "definition", "list")
-
 QUESTION_FEATURES: tuple[str, ...] = (
-    "p_best",  # the unit model's best probability
-    "p_top3",  # mean of its three best
-    "head_unit_max",
-    "head_ctx_max",
-    "cov_unit_max",
-    "cov_ctx_max",
-    "bigram_unit_max",
-    "miss_ctx_min",
-    "miss_all",
-    "entity_unit_max",
-    "entity_ctx_max",
-    "has_entity",
-    "constraint_unit_max",
-    "has_constraint",
-    "expects_value",
-    "value_top3",  # one of the three best units holds a value of the asked type
-    "dense_max",
-    "best_is_row",
-    "n_terms",  # log number of question terms
-    "head_with_entity",  # a node holds both the asked head and the question's entities
-    "head_unit_with_entity",  # a unit holds the head, in a node with the entities
-    "cov_with_entity",  # the best node coverage, times its share of the entities
-    "phrase_unit_max",  # one unit holds the asked phrase's terms (机房温度)
-    "phrase_with_entity",  # a node holds the asked phrase and the question's entities
-    "asks_fact",  # asks for a value, a name or a thing (not how, why or whether)
-    "phrase_term_missing",  # share of the asked phrase's weight in no passage
-    "rarest_phrase_missing",  # the asked phrase's rarest term (fewest chunks) is in no unit
-    "rarest_focus_missing",  # the asking clause's rarest term is in no unit
-    "constraint_gap",  # the question states values (63岁) and no unit holds them all
-    "head_gap",  # the asked head is in no passage that names the entities
-    "head_unseen",  # the knowledge base never mentions the asked head
-    "unseen_terms",  # share of the question's terms the knowledge base never mentions
-    "asked_sim_max",  # the asked phrase's best cosine with a clause or column name
+    "p_best_logit",  # the support model's best probability, as log-odds
+    "support_shortfall",  # how far p_best_logit falls below SUPPORT_LOGIT_FLOOR (0 above it)
     "specific_missing",  # the most specific (in general Chinese) question word the evidence lacks
-    "p_best_logit",  # p_best as log-odds: a linear gate then combines it like evidence
+    "phrase_term_missing",  # share of the asked phrase's weight in no passage
+    "head_gap",  # the asked head is in no passage that names the entities
+    "head_with_entity",  # a passage holds both the asked head and the question's entities
     "no_head_entity",  # the question names no asked head and no entity (head_with_entity is vacuous)
     "no_phrase",  # the question has no asked phrase (phrase_term_missing is vacuous)
-    "support_shortfall",  # how far p_best_logit falls below SUPPORT_LOGIT_FLOOR (0 above it)
     # the question states values (2021年10月; not bounds), no passage holds one, and the best
     # supported unit holds another of their form (2021年09月): it is about another period
     "constraint_rival",
     # a question asked of several subjects at once (A和B分别…) whose evidence names every one
     "subjects_present",
 )
+# Only what the gate weighs is computed. The features measured and not kept (the best unit's
+# coverage, value and entity scores, embedding similarity, words the knowledge base never
+# mentions, ...) are in docs/answering.md; an experiment computes its candidate beside these.
+
 # Log-odds of the best support below which a question reads as off its evidence's topic
 # ("红烧肉怎么做才能肥而不腻" of a KB of IT policies): a hinge, so that very weak support counts
 # more than the linear p_best_logit says, while the many answerable questions of middling
@@ -78,16 +50,6 @@ SUPPORT_LOGIT_FLOOR = -2.5
 def question_terms(analysis: QuestionAnalysis) -> list[str]:
     """The words whose document frequency the gate reads: the terms and the head."""
     return list(dict.fromkeys([*analysis.terms, *([analysis.head] if analysis.head else [])]))
-
-
-def _rarest_missing(terms: Sequence[str], frequencies: dict[str, int], evidence: str) -> float:
-    """1 when the rarest of ``terms`` in the knowledge base (ties: the longest) is not in
-    ``evidence``; 0 when it is or there are no terms."""
-    words = [t for t in terms if len(t) >= 2] or list(terms)
-    if not words:
-        return 0.0
-    rarest = min(words, key=lambda t: (frequencies.get(t, 0), -len(t)))
-    return 0.0 if said(rarest, evidence) else 1.0
 
 
 def with_canonical_forms(text: str) -> str:
@@ -166,25 +128,18 @@ def question_vector(
     analysis: QuestionAnalysis,
     x: np.ndarray,
     probs: np.ndarray,
-    frequencies: dict[str, int],
     texts: Sequence[str],
     specificity: Callable[[str], float],
 ) -> np.ndarray:
-    """The question-level features the gate decides on: the unit model's best scores, how well
-    the evidence as a whole holds the question's head, terms, entities and values, and whether
-    the knowledge base mentions the asked words at all (``frequencies``: chunks holding each of
-    the question's terms and its head, :meth:`TermStatistics.frequencies`; ``texts``: the
-    units' texts; ``specificity``: a word's specificity in general Chinese)."""
+    """The question-level features the gate decides on (:data:`QUESTION_FEATURES`): the support
+    model's best score (``probs``, one per unit) and how well the evidence as a whole holds the
+    question's head, asked phrase, entities and values (``x``: the units' :data:`FEATURES`;
+    ``texts``: the units' texts; ``specificity``: a word's specificity in general Chinese)."""
     if not len(probs):
         return np.zeros(len(QUESTION_FEATURES))
     evidence = with_canonical_forms("\n".join(texts))
-    head_unseen = 1.0 if analysis.head and frequencies.get(analysis.head, 0) == 0 else 0.0
-    unseen = sum(1 for t in analysis.terms if frequencies.get(t, 0) == 0)
-    unseen_share = unseen / len(analysis.terms) if analysis.terms else 0.0
     f = {name: x[:, i] for i, name in enumerate(FEATURES)}
     asks_head = bool(analysis.head and len(analysis.head) >= 2)
-    order = np.argsort(-probs, kind="stable")
-    top3 = order[:3]
     # a range list ("哪些X的Y位于A至B之间") is answered by units holding a value in the range,
     # whatever their column calls Y and though they never name X: the asked phrase, the head
     # and the words of the range's clause are then not missing
@@ -197,53 +152,21 @@ def question_vector(
         analysis = analysis.model_copy(
             update={"terms": [t for t in analysis.terms if t not in clause]}
         )
-    p_best = float(probs[order[0]])
-    p_logit = _logit(p_best)
-    return np.asarray(
-        [
-            p_best,
-            float(probs[top3].mean()),
-            float(f["head_unit"].max()),
-            float(f["head_ctx"].max()),
-            float(f["cov_unit"].max()),
-            float(f["cov_ctx"].max()),
-            float(f["bigram_unit"].max()),
-            float(f["miss_ctx"].min()),
-            float(f["miss_all"][0]),
-            float(f["entity_unit"].max()),
-            float(f["entity_ctx"].max()),
-            1.0 if analysis.entities else 0.0,
-            float(f["constraint_unit"].max()),
-            1.0 if analysis.constraints else 0.0,
-            1.0 if analysis.expects_value else 0.0,
-            float(f["value_unit"][top3].max()),
-            float(f["dense"].max()),
-            float(f["is_row"][order[0]]),
-            math.log1p(len(analysis.terms)) / 3.0,
-            float(np.minimum(f["head_ctx"], f["entity_ctx"]).max()),
-            float(np.minimum(f["head_unit"], f["entity_ctx"]).max()),
-            float((f["cov_ctx"] * f["entity_ctx"]).max()),
-            float(f["phrase_unit"].max()),
-            float(np.minimum(f["phrase_ctx"], f["entity_ctx"]).max()),
-            1.0 if analysis.answer_type in FACT_TYPES else 0.0,
-            0.0 if ranged else 1.0 - float(f["phrase_ctx"].max()),
-            _rarest_missing(analysis.phrase, frequencies, evidence),
-            _rarest_missing(analysis.focus, frequencies, evidence),
-            (1.0 - float(f["constraint_unit"].max())) if analysis.constraints else 0.0,
-            (1.0 - float(np.minimum(f["head_ctx"], f["entity_ctx"]).max()))
-            if asks_head and not ranged
-            else 0.0,
-            head_unseen,
-            unseen_share,
-            float(f["asked_sim"].max()),
-            specific_missing(analysis, evidence, specificity),
-            p_logit,
-            0.0 if asks_head or analysis.entities else 1.0,
-            0.0 if analysis.phrase else 1.0,
-            min(0.0, p_logit - SUPPORT_LOGIT_FLOOR),
-            float(f["constraint_rival"][order[0]]),
-            1.0
-            if analysis.subjects and all(s.lower() in evidence for s in analysis.subjects)
-            else 0.0,
-        ]
-    )
+    best = int(np.argmax(probs))  # the first of equals
+    p_logit = _logit(float(probs[best]))
+    head_with_entity = float(np.minimum(f["head_ctx"], f["entity_ctx"]).max())
+    values = {
+        "p_best_logit": p_logit,
+        "support_shortfall": min(0.0, p_logit - SUPPORT_LOGIT_FLOOR),
+        "specific_missing": specific_missing(analysis, evidence, specificity),
+        "phrase_term_missing": 0.0 if ranged else 1.0 - float(f["phrase_ctx"].max()),
+        "head_gap": (1.0 - head_with_entity) if asks_head and not ranged else 0.0,
+        "head_with_entity": head_with_entity,
+        "no_head_entity": 0.0 if asks_head or analysis.entities else 1.0,
+        "no_phrase": 0.0 if analysis.phrase else 1.0,
+        "constraint_rival": float(f["constraint_rival"][best]),
+        "subjects_present": 1.0
+        if analysis.subjects and all(s.lower() in evidence for s in analysis.subjects)
+        else 0.0,
+    }
+    return np.asarray([values[name] for name in QUESTION_FEATURES])

@@ -69,7 +69,6 @@ def test_constraint_values_must_match() -> None:
     )
     assert texts == ["年龄：30，保费：710", "年龄：63，保费：2586"]
     assert col(x, "constraint_unit").tolist() == [0.0, 1.0]
-    assert col(x, "is_row").tolist() == [1.0, 1.0]
     assert col(x, "column")[0] > 0  # the column 保费 is asked
     # a month as the question writes it (7月) meets a zero-padded date (2021-07-01)
     _, y = features(
@@ -138,30 +137,6 @@ def test_position_features() -> None:
     _, x = features("问题？", ["第一句。第二句。", "另一段。"])
     assert col(x, "rank").tolist() == [1.0, 1.0, 0.5]
     assert col(x, "first_in_node").tolist() == [1.0, 0.0, 1.0]
-
-
-def test_the_asked_phrase_meets_column_names_and_clauses() -> None:
-    """asked_sim compares the asked phrase with a row's column names (not its values) and with
-    a sentence's clauses, through the embedder."""
-    seen: list[tuple[str, list[str]]] = []
-
-    def embed(query: str, texts: list[str]) -> list[float]:
-        seen.append((query, texts))
-        return [0.8 if "利润" in t else 0.1 for t in texts]
-
-    table = "| 企业名称 | 营业利润 | 负债合计 |\n|---|---|---|\n| 甲公司 | 1.85 | 97.2 |"
-    _, x = features("甲公司的利润总额是多少？", [table, "甲公司成立于2001年，总部在上海。"], embed)
-    asked = [q for q, _ in seen if q != "甲公司的利润总额是多少？"]
-    assert asked == ["利润总额"]
-    segments = seen[-1][1]
-    assert "营业利润" in segments and "1.85" not in segments  # column names, not cells
-    assert "总部在上海" in segments  # a sentence's clauses
-    assert col(x, "asked_sim").tolist() == [0.8, 0.1]
-
-
-def test_without_an_asked_phrase_asked_sim_is_neutral() -> None:
-    _, x = features("为什么？", ["因为下雨。"], lambda q, t: [0.3] * len(t))
-    assert col(x, "asked_sim").tolist() == [1.0]
 
 
 def test_a_value_of_the_asked_type_beside_the_asked_head() -> None:

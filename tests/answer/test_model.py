@@ -48,7 +48,6 @@ def test_rows_met_only_through_their_header_share_their_probability() -> None:
     candidate among them, not n: each gets 1/n, so a sentence that answers can lead."""
     model = AnswerModel.load()
     x = np.repeat(_at_mean(model.unit.features, model.unit.mean, FEATURES), 5, axis=0)
-    x[:, FEATURES.index("is_row")] = [1, 1, 1, 1, 0]
     x[:, FEATURES.index("row_header_only")] = [1, 1, 1, 0, 0]
     plain = model.unit.probabilities(x, FEATURES)
     p = model.unit_probabilities(x)
@@ -66,9 +65,12 @@ def test_the_gate_is_monotone_in_the_evidence() -> None:
     q = rng.uniform(0, 1, size=(50, len(QUESTION_FEATURES)))
     base = np.array([model.answerable(row) for row in q])
     assert np.all((base > 0) & (base < 1))
-    for name, step in (("p_best", 0.3), ("head_with_entity", 0.5), ("miss_all", -0.5)):
-        if name not in model.gate.features:
-            continue
+    for name, step in (
+        ("p_best_logit", 0.3),
+        ("head_with_entity", 0.5),
+        ("phrase_term_missing", -0.5),
+        ("specific_missing", -0.5),
+    ):
         moved = q.copy()
         moved[:, QUESTION_FEATURES.index(name)] += step
         after = np.array([model.answerable(row) for row in moved])
@@ -124,7 +126,7 @@ def test_support_shortfall_counts_only_weak_support() -> None:
 
     def shortfall(question: str, p_best: float) -> float:
         probs = np.array([p_best, p_best / 2])
-        vec = question_vector(analyzer(question), x, probs, {}, ["甲", "乙"], lambda w: 0.5)
+        vec = question_vector(analyzer(question), x, probs, ["甲", "乙"], lambda w: 0.5)
         return float(vec[col])
 
     weak = 1 / (1 + np.exp(-(SUPPORT_LOGIT_FLOOR - 1.0)))  # one log-odds unit below the floor
@@ -143,7 +145,7 @@ def test_subjects_present_needs_every_subject_of_a_several_subject_question() ->
     probs = np.array([0.5, 0.2])
 
     def present(question: str, texts: list[str]) -> float:
-        vec = question_vector(analyzer(question), x, probs, {}, texts, lambda w: 0.5)
+        vec = question_vector(analyzer(question), x, probs, texts, lambda w: 0.5)
         return float(vec[col])
 
     both = "苏某某和廉某某的脉搏谁更快？"
@@ -152,21 +154,15 @@ def test_subjects_present_needs_every_subject_of_a_several_subject_question() ->
     assert present("苏某某的脉搏是多少？", ["苏某某，脉搏：88次/分", "其他"]) == 0.0
 
 
-def test_the_embedding_features_are_read_only_by_a_model_that_weighs_them(tmp_path: Path) -> None:
+def test_the_embedding_features_are_read_only_by_a_model_that_weighs_them() -> None:
     """A model with no weight on a feature of the embedding model (the fit may give them none)
-    reads none: the locator then skips embedding the units. Any weight on one, in the unit,
-    support or gate model, or a tree gate that splits on one, makes the model read them."""
+    reads none: the locator then skips embedding the units. Any weight on one, in the unit or
+    support model, makes the model read them."""
     data = json.loads(DEFAULT_MODEL.read_text(encoding="utf-8"))
     for part in ("unit", "support"):
-        for f in ("dense", "dense_gap", "asked_sim"):
+        for f in ("dense", "dense_gap"):
             if f in data[part]["features"]:
                 data[part]["coef"][data[part]["features"].index(f)] = 0.0
-    data["gate"]["features"] = [
-        f for f in data["gate"]["features"] if f not in ("dense_max", "asked_sim_max")
-    ]
-    n = len(data["gate"]["features"])
-    data["gate"].update(mean=data["gate"]["mean"][:n], scale=data["gate"]["scale"][:n],
-                        coef=data["gate"]["coef"][:n])  # fmt: skip
     assert not AnswerModel.model_validate(data).reads_embeddings()
     noise = json.loads(json.dumps(data))
     noise["unit"]["coef"][noise["unit"]["features"].index("dense")] = -2e-16  # solver noise
@@ -174,14 +170,10 @@ def test_the_embedding_features_are_read_only_by_a_model_that_weighs_them(tmp_pa
     weighed = json.loads(json.dumps(data))
     weighed["support"]["coef"][weighed["support"]["features"].index("dense")] = 0.2
     assert AnswerModel.model_validate(weighed).reads_embeddings()
-    gate = {"kind": "linear", "features": ["p_best_logit", "asked_sim_max"], "mean": [0.0, 0.0],
-            "scale": [1.0, 1.0], "coef": [1.0, 0.0], "intercept": 0.0}  # fmt: skip
-    assert not AnswerModel.model_validate(data | {"gate": gate}).reads_embeddings()
-    gate["coef"] = [1.0, 0.5]
-    assert AnswerModel.model_validate(data | {"gate": gate}).reads_embeddings()
-    trees = {"kind": "trees", "features": ["p_best_logit", "dense_max"], "baseline": 0.0,
-             "trees": []}  # fmt: skip
-    assert AnswerModel.model_validate(data | {"gate": trees}).reads_embeddings()
+    gate = {"kind": "linear", "features": ["p_best_logit", "dense_max"], "mean": [0.0, 0.0],
+            "scale": [1.0, 1.0], "coef": [1.0, 0.5], "intercept": 0.0}  # fmt: skip
+    with pytest.raises(ValueError, match="dense_max"):  # the gate reads no embedding
+        AnswerModel.model_validate(data | {"gate": gate})
 
 
 def test_a_date_or_article_written_otherwise_is_not_a_missing_word() -> None:
@@ -192,7 +184,7 @@ def test_a_date_or_article_written_otherwise_is_not_a_missing_word() -> None:
     col = QUESTION_FEATURES.index("specific_missing")
 
     def missing(question: str, text: str) -> float:
-        vec = question_vector(analyzer(question), x, np.array([0.5]), {}, [text], lambda w: 0.9)
+        vec = question_vector(analyzer(question), x, np.array([0.5]), [text], lambda w: 0.9)
         return float(vec[col])
 
     asked = "2021年3月华东区的销售额是多少？"
@@ -212,7 +204,7 @@ def test_a_range_list_is_answered_by_values_in_the_range() -> None:
     cols = [QUESTION_FEATURES.index(f) for f in ("phrase_term_missing", "specific_missing")]
 
     def gaps(question: str, text: str) -> list[float]:
-        vec = question_vector(analyzer(question), x, np.array([0.5]), {}, [text], lambda w: 0.9)
+        vec = question_vector(analyzer(question), x, np.array([0.5]), [text], lambda w: 0.9)
         return [float(vec[c]) for c in cols]
 
     asked = "东城区哪些楼盘的房价在30000至40000元之间？"
