@@ -64,11 +64,21 @@ def eval_cmd(
         tuple[Path, Path] | None,
         typer.Option("--compare", help="Compare two saved runs: --compare A.json B.json."),
     ] = None,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            help="Also print gate thresholds for 1/3/6/10 % false refusals on these questions "
+            "and what each refuses (the JSON always has them). Exact at or above the run's "
+            "threshold; for lower ones run with RAG_GATE_THRESHOLD=0.0001.",
+        ),
+    ] = False,
 ) -> None:
     """Evaluate the knowledge base on a question file, overall and per category.
 
     Example: rag eval data/eval/sample_qa.jsonl --docs data/knowledge --report out/report.md
-    --json out/run.json. Compare two runs: rag eval --compare base.json new.json.
+    --json out/run.json. Compare two runs: rag eval --compare base.json new.json. Fit the
+    refusal threshold to your own questions: rag eval my_qa.jsonl --calibrate.
     """
     from rag_app.eval import report as report_mod
 
@@ -148,6 +158,8 @@ def eval_cmd(
         sys.stdout.write(run.to_json(texts=not compact) + "\n")
         return
     _print_eval(run)
+    if calibrate:
+        _print_calibration(run)
     if report:
         out.print(f"report: {report}")
         if report_mod.cjk_font() is None:
@@ -205,6 +217,45 @@ def _print_eval(run: Any) -> None:
         out.print(
             "ragas: "
             + ", ".join(f"{n} {v:.3f}" for n, v in scores["overall"].items() if v is not None)
+        )
+
+
+def _print_calibration(run: Any) -> None:
+    from rich import box
+
+    cal = run.calibration
+    if cal is None or not cal.rows:
+        err.print("[yellow]no calibration: the run has no answerable question with an answer[/]")
+        return
+
+    def pct(v: float | None) -> str:
+        return "–" if v is None else f"{v * 100:.0f}%"
+
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), title_justify="left")
+    table.title = (
+        f"gate thresholds on these questions ({cal.answerable} answerable, "
+        f"{cal.unanswerable} unanswerable; this run used {cal.run_threshold:g})"
+    )
+    for col in ("threshold", "for", "false refusals", "unanswerable refused"):
+        table.add_column(col, justify="left" if col == "for" else "right", no_wrap=True)
+    for row in cal.rows:
+        mark = "" if row.exact else " *"
+        table.add_row(
+            f"{row.threshold:.4g}{mark}",
+            row.label,
+            pct(row.false_refusal),
+            pct(row.unanswerable_refused),
+        )
+    out.print(table)
+    if any(not r.exact for r in cal.rows):
+        out.print(
+            "[dim]* below this run's threshold: a question it refused unread may score lower; "
+            "run with RAG_GATE_THRESHOLD=0.0001 for exact figures[/dim]"
+        )
+    pick = cal.suggested(0.03)
+    if pick is not None:
+        out.print(
+            f"to refuse about 3 % of answerable questions: RAG_GATE_THRESHOLD={pick.threshold:g}"
         )
 
 

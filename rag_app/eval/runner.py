@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from rag_app.eval import metrics as M
+from rag_app.eval.calibration import Calibration, calibrate
 from rag_app.eval.dataset import QAItem
 from rag_app.types import Source
 
@@ -99,6 +100,11 @@ class QuestionRecord(BaseModel):
     answer: str = ""
     refused: bool = False
     reason: str | None = None
+    confidence: float | None = Field(
+        None,
+        description="P(the evidence answers the question), the answer model's: refused below "
+        "the gate threshold (rag_app/eval/calibration.py).",
+    )
     mode: str = ""
     sources: list[ChunkRecord] = Field(default_factory=list)
     retrieve_ms: float = 0.0
@@ -134,6 +140,11 @@ class EvalRun(BaseModel):
     )
     ragas: dict[str, Any] | None = Field(
         None, description="ragas scores (``RagasScores``), when the run was scored."
+    )
+    calibration: Calibration | None = Field(
+        None,
+        description="Gate thresholds for target false-refusal rates on these questions, and "
+        "what each refuses (rag_app/eval/calibration.py); None for a retrieval-only run.",
     )
     records: list[QuestionRecord] = Field(default_factory=list)
 
@@ -206,6 +217,7 @@ def evaluate_question(
             answer = kb.ask(item.question, tenant=tenant, top_k=k)
             rec.ask_ms = round((time.perf_counter() - t0) * 1000, 2)
             rec.answer, rec.refused, rec.reason = answer.answer, answer.refused, answer.reason
+            rec.confidence = answer.confidence
             rec.mode = answer.mode
             rec.sources = [_chunk(s, item) for s in answer.sources]
     except Exception as exc:  # one broken question must not end the run
@@ -344,10 +356,15 @@ def run_eval(
         records.append(rec)
         if progress is not None:
             progress(rec, done, len(items))
+    calibration = None
+    if ask and records:
+        locator = kb.engine.gate.locator
+        calibration = calibrate(records, locator.threshold, locator.model.thresholds)
     return EvalRun(
         k=k,
         tenant=tenant,
         settings=kb_settings(kb),
         records=records,
         summary=summarize_run(records, k),
+        calibration=calibration,
     )

@@ -66,6 +66,29 @@ def test_eval_json_to_stdout_retrieve_only_into_a_kept_kb(shared_model, corpus, 
     assert again.exit_code == 0 and len(json.loads(again.stdout)["records"]) == 2
 
 
+def test_eval_calibrates_the_gate_on_its_own_questions(shared_model, corpus, tmp_path):
+    """Every asked question records the answer model's probability; the run's JSON holds the
+    thresholds for target false-refusal rates and the presets, each with what it refuses, and
+    --calibrate prints them. At the run's own threshold they reproduce the run's refusals."""
+    docs, qa = corpus
+    out = tmp_path / "run.json"
+    args = ["eval", str(qa), "--docs", str(docs), "--json", str(out), "--calibrate"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    run = EvalRun.load(out)
+    assert all(r.confidence is not None and 0 <= r.confidence <= 1 for r in run.records)
+    cal = run.calibration
+    assert cal is not None and (cal.answerable, cal.unanswerable) == (4, 1)
+    rows = {r.label: r for r in cal.rows}
+    assert {"lenient", "balanced", "strict"} <= set(rows)
+    used = next(r for r in cal.rows if r.threshold == round(cal.run_threshold, 6))
+    assert used.exact
+    assert used.false_refusal == run.summary["overall"]["false_refusal_rate"]
+    assert used.unanswerable_refused == run.summary["overall"]["no_answer_accuracy"]
+    assert "gate thresholds on these questions" in result.stdout
+    assert "RAG_GATE_THRESHOLD=" in result.stdout
+
+
 def test_compare_prints_deltas_and_json(tmp_path):
     from .records import sample_records, sample_run
 
