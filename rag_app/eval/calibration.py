@@ -12,7 +12,8 @@ A probability is the one the threshold of the run was compared with: for a thres
 the run's it is exact; below it, a question the run refused without reading its evidence
 (the reading stage only lowers a probability, so it is skipped when it cannot change a refusal)
 would have been read, and may score lower. Rows below the run's threshold are marked inexact;
-run with a low ``RAG_GATE_THRESHOLD`` (such as 0.0001) to calibrate over the whole range.
+run with a low ``RAG_GATE_THRESHOLD`` (such as 0.0001) to calibrate over the whole range. With
+the gate off (threshold 0) no question is read, so no row is exact.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ class ThresholdRow(BaseModel):
     unanswerable_refused: float | None = Field(
         None, description="Unanswerable questions refused at this threshold (None: none asked)."
     )
-    exact: bool = Field(description="At or above the run's threshold (see the module's notes).")
+    exact: bool = Field(
+        description="At or above the run's threshold, the gate on (see the module's notes)."
+    )
 
 
 class Calibration(BaseModel):
@@ -95,7 +98,7 @@ def calibrate(
             threshold=round(t, 6),
             false_refusal=_share_below(ans, t),
             unanswerable_refused=_share_below(una, t),
-            exact=t >= run_threshold,
+            exact=run_threshold > 0 and t >= run_threshold,
         )
         for label, t in sorted(candidates, key=lambda c: c[1])
     ]

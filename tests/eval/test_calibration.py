@@ -47,6 +47,8 @@ def test_each_row_says_what_it_refuses() -> None:
     assert rows["strict"].exact and rows["balanced"].exact
     assert [r.threshold for r in cal.rows] == sorted(r.threshold for r in cal.rows)
     assert cal.suggested(0.03) is not None
+    # with the gate off nothing was read: every probability is an upper bound
+    assert not any(r.exact for r in calibrate(records, run_threshold=0.0).rows)
 
 
 def test_records_without_a_confidence_are_left_out() -> None:
