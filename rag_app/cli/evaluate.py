@@ -249,8 +249,9 @@ def _print_calibration(run: Any) -> None:
     out.print(table)
     if any(not r.exact for r in cal.rows):
         out.print(
-            "[dim]* below this run's threshold: a question it refused unread may score lower; "
-            "run with RAG_GATE_THRESHOLD=0.0001 for exact figures[/dim]"
+            "[dim]* not exact: a question this run did not read (refused unread, or the gate "
+            "off) may score lower there; run with RAG_GATE_THRESHOLD=0.0001 for exact "
+            "figures[/dim]"
         )
     pick = cal.suggested(0.03)
     if pick is not None:
