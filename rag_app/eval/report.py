@@ -259,6 +259,8 @@ def render_markdown(
         ["", "answered", "refused"],
         [[row, str(v["answered"]), str(v["refused"])] for row, v in matrix.items()],
     )
+    if run.calibration and run.calibration.rows:  # rag_app/eval/calibration.py
+        lines += ["", "### Gate thresholds on these questions", "", *run.calibration.markdown()]
     if run.ragas:
         lines += ["", *render_ragas(run.ragas)]
     if images:

@@ -38,6 +38,7 @@ def test_eval_ingests_evaluates_and_writes_report_and_json(shared_model, corpus,
     assert "## ragas scores (offline, no LLM" in text and "ragas: " in result.stdout
     assert f"| case pass | {fmt('case_pass_rate', overall['case_pass_rate'])} |" in text
     assert "3 ingested from" in text
+    assert "### Gate thresholds on these questions" in text and "| balanced |" in text
     assert all(
         (report.parent / f"report_{p}.png").is_file() for p in ("recall", "refusals", "latency")
     )
