@@ -357,7 +357,7 @@ def run_eval(
         if progress is not None:
             progress(rec, done, len(items))
     calibration = None
-    if ask and records:
+    if ask and any(r.confidence is not None for r in records):  # the engine answered
         locator = kb.engine.gate.locator
         calibration = calibrate(records, locator.threshold, locator.model.thresholds)
     return EvalRun(
