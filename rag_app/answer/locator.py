@@ -30,7 +30,6 @@ from rag_app.answer.features import (
 )
 from rag_app.answer.model import AnswerModel
 from rag_app.answer.question_features import (
-    question_terms,
     question_vector,
     said,
     with_canonical_forms,
@@ -156,8 +155,7 @@ class AnswerLocator:
         the question's IDF weights (read from the keyword index once for the whole decision)."""
         analysis = self.analyzer(question)
         units = evidence_units(nodes) if units is None else units
-        freqs, total = self.stats.frequencies(question_terms(analysis))
-        weights = self.stats.idf(analysis.terms, freqs, total)
+        weights = self.stats.weights(analysis.terms)
         x = self.extractor.matrix(analysis, weights, units, nodes)
         return analysis, units, x, weights
 
