@@ -53,27 +53,6 @@ class Calibration(BaseModel):
     unanswerable: int
     rows: list[ThresholdRow]
 
-    def markdown(self) -> list[str]:
-        """The table as Markdown lines (an inexact row's threshold marked ``*``)."""
-
-        def pct(v: float | None) -> str:
-            return "–" if v is None else f"{v * 100:.1f} %"
-
-        lines = [
-            f"{self.answerable} answerable and {self.unanswerable} unanswerable questions; the "
-            f"run used the threshold {self.run_threshold:g}. `*`: not exact (a question the "
-            "run did not read may score lower there).",
-            "",
-            "| threshold | for | false refusals | unanswerable refused |",
-            "| --- | --- | --- | --- |",
-        ]
-        lines += [
-            f"| {r.threshold:.4g}{'' if r.exact else ' *'} | {r.label} | "
-            f"{pct(r.false_refusal)} | {pct(r.unanswerable_refused)} |"
-            for r in self.rows
-        ]
-        return lines
-
     def suggested(self, target: float = 0.03) -> ThresholdRow | None:
         """The row of ``target`` false refusals, when the run has answerable questions."""
         label = target_label(target)

@@ -259,8 +259,8 @@ def render_markdown(
         ["", "answered", "refused"],
         [[row, str(v["answered"]), str(v["refused"])] for row, v in matrix.items()],
     )
-    if run.calibration and run.calibration.rows:  # rag_app/eval/calibration.py
-        lines += ["", "### Gate thresholds on these questions", "", *run.calibration.markdown()]
+    if run.calibration and run.calibration.rows:
+        lines += ["", "### Gate thresholds on these questions", "", *render_calibration(run)]
     if run.ragas:
         lines += ["", *render_ragas(run.ragas)]
     if images:
@@ -288,6 +288,25 @@ def render_markdown(
         lines.append("None.")
     lines += ["", "## Definitions", "", *DEFINITIONS.strip().splitlines(), ""]
     return "\n".join(lines)
+
+
+def render_calibration(run: EvalRun) -> list[str]:
+    """The run's gate-threshold table (rag_app/eval/calibration.py); an inexact row's threshold
+    marked ``*``."""
+    cal = run.calibration
+    assert cal is not None
+    rows = [
+        [f"{r.threshold:.4g}{'' if r.exact else ' *'}", r.label,
+         fmt("false_refusal_rate", r.false_refusal), fmt("no_answer_accuracy", r.unanswerable_refused)]
+        for r in cal.rows
+    ]  # fmt: skip
+    return [
+        f"{cal.answerable} answerable and {cal.unanswerable} unanswerable questions; the run "
+        f"used the threshold {cal.run_threshold:g}. `*`: not exact (a question the run did not "
+        "read may score lower there).",
+        "",
+        *_table(["threshold", "for", "false refusals", "unanswerable refused"], rows),
+    ]
 
 
 def render_ragas(scores: Mapping[str, Any]) -> list[str]:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from rag_app.eval.calibration import calibrate, target_label, threshold_for
+from rag_app.eval.report import render_calibration
+from rag_app.eval.runner import EvalRun
 
 
 @dataclass
@@ -47,9 +49,9 @@ def test_each_row_says_what_it_refuses() -> None:
     assert rows["strict"].exact and rows["balanced"].exact
     assert [r.threshold for r in cal.rows] == sorted(r.threshold for r in cal.rows)
     assert cal.suggested(0.03) is not None
-    table = cal.markdown()
-    assert "| 0.02 * | ≤1% false refusals | 0.0 % | 25.0 % |" in table
-    assert "| 0.05 | balanced | 20.0 % | 50.0 % |" in table
+    table = render_calibration(EvalRun(k=5, calibration=cal))
+    assert "| 0.02 * | ≤1% false refusals | 0.0% | 25.0% |" in table
+    assert "| 0.05 | balanced | 20.0% | 50.0% |" in table
     # with the gate off nothing was read: every probability is an upper bound
     assert not any(r.exact for r in calibrate(records, run_threshold=0.0).rows)
 
