@@ -131,6 +131,7 @@ def feature_version() -> str:
             "answer/features.py",
             "answer/units.py",
             "analysis/question.py",
+            "analysis/head.py",
             "analysis/entities.py",
             "analysis/values.py",
             "analysis/lexicon.json",
