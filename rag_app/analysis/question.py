@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from functools import lru_cache
-from itertools import accumulate
 
 from pydantic import BaseModel, Field
 
@@ -120,7 +119,7 @@ class QuestionAnalyzer:
         constraints = [m.group(0) for m in values]
         bounds = bounds_among(question, values, lex)
         # an anonymised name (柳某某) is one term: jieba cuts it, and its mark is in every record
-        starts = set(accumulate((len(w) for w, _ in words), initial=0))
+        starts = {0, *(end for _, end, _, _ in word_spans(words))}  # where a word starts
         named_spans = lex.pseudonym_spans(question, starts)
         names = list(dict.fromkeys(question[a:b] for a, b in named_spans))
         terms = [
