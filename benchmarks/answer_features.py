@@ -132,6 +132,8 @@ def feature_version() -> str:
             "answer/units.py",
             "analysis/question.py",
             "analysis/head.py",
+            "analysis/english.py",
+            "analysis/lexicon.py",
             "analysis/entities.py",
             "analysis/values.py",
             "analysis/lexicon.json",

@@ -1,4 +1,5 @@
-"""The question lexicon: general Chinese question words, value patterns and function words.
+"""The question lexicon: general Chinese question words, value patterns and function words (and
+the English words that read a question written in English).
 
 Loaded from ``lexicon.json`` next to this module (or a file of the user's): the words are data,
 not code, and none of them comes from an evaluation set's question templates.
@@ -19,6 +20,32 @@ DEFAULT_LEXICON = Path(__file__).with_name("lexicon.json")
 class AnswerTypeCue(BaseModel):
     type: str
     cues: list[str]
+
+
+class EnglishLexicon(BaseModel):
+    """The words that read a question written in English (:mod:`rag_app.analysis.english`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    answer_types: list[AnswerTypeCue] = Field(
+        default_factory=list,
+        description="Question words by answer type ('how long' -> duration); a yes/no cue "
+        "(is, does, can) only opens a question.",
+    )
+    skipped: list[str] = Field(
+        default_factory=list,
+        description="Words between the question word and the asked thing (auxiliaries, "
+        "articles, pronouns: 'what is *the* dress code').",
+    )
+    stopwords: list[str] = Field(
+        default_factory=list,
+        description="Function words: never terms, and they end the asked phrase.",
+    )
+    partitives: list[str] = Field(
+        default_factory=list,
+        description="Words after a measure ('how many days *of* leave'): the asked thing "
+        "follows them.",
+    )
 
 
 class Lexicon(BaseModel):
@@ -85,6 +112,7 @@ class Lexicon(BaseModel):
         description="Marks that stand for a given name in anonymised text (张某某, 欧阳某).",
     )
     char_variants: list[list[str]] = Field(default_factory=list)
+    english: EnglishLexicon = Field(default_factory=EnglishLexicon)
     _values: dict[str, re.Pattern[str]] = PrivateAttr(default_factory=dict)
     _cue_index: list[tuple[str, str]] = PrivateAttr(default_factory=list)
     _cue_regex: re.Pattern[str] | None = PrivateAttr(default=None)

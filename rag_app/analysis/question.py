@@ -7,6 +7,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
+from rag_app.analysis.english import EnglishReader, is_english
 from rag_app.analysis.entities import named_entities
 from rag_app.analysis.head import CLAUSE_MARKS, HeadReader, word_spans
 from rag_app.analysis.lexicon import Lexicon
@@ -86,6 +87,7 @@ class QuestionAnalyzer:
     def __init__(self, lexicon: Lexicon | None = None) -> None:
         self.lexicon = lexicon if lexicon is not None else default_lexicon()
         self._head_reader = HeadReader(self.lexicon)
+        self._english = EnglishReader(self.lexicon.english)
         self._memo: dict[str, QuestionAnalysis] = {}
         self._lock = threading.Lock()
 
@@ -156,7 +158,7 @@ class QuestionAnalyzer:
             # "X的等待期有多长 / 是多少": the size of a span of time is a duration; a count after
             # the question word ("有几个学期") stays a number
             answer_type = "duration"
-        return QuestionAnalysis(
+        analysis = QuestionAnalysis(
             text=question,
             answer_type=answer_type,
             cue=chosen[2] if chosen else None,
@@ -171,6 +173,27 @@ class QuestionAnalyzer:
             labels=label_tokens(question),
             names=names,
             subjects=named if each and len(named) >= 2 else [],
+        )
+        return self._read_english(analysis) if is_english(question) else analysis
+
+    def _read_english(self, analysis: QuestionAnalysis) -> QuestionAnalysis:
+        """A question written in English (:mod:`rag_app.analysis.english`): its answer type
+        and asked phrase (the head, "dress code") from the English reading; function words
+        (the, is, for) are not terms."""
+        english = self._english
+        reading = english(analysis.text)
+        terms = [t for t in analysis.terms if not english.is_stopword(t)]
+        asked = " ".join(reading.asked)
+        return analysis.model_copy(
+            update={
+                "answer_type": reading.answer_type,
+                "cue": reading.cue,
+                "head": asked or None,
+                "terms": terms,
+                "focus": [t for t in analysis.focus if not english.is_stopword(t)],
+                "phrase": [t for t in terms if t in reading.asked],
+                "asked": asked,
+            }
         )
 
     def _asks_state(
