@@ -35,6 +35,17 @@ def fmt_score(name: str, score: float) -> str:
     return f"{name} {score:.{digits}f}"
 
 
+def confidence_line(confidence: float, threshold: float) -> str:
+    """The answer model's probability beside the gate's threshold, so a user sees how near a
+    refusal an answer was ("confidence 0.36 · gate threshold 0.049": refused below it)."""
+    if threshold <= 0:
+        return f"confidence {confidence:.3g} (answer model) · the gate is off"
+    return (
+        f"confidence {confidence:.3g} (answer model) · gate threshold {threshold:.3g} "
+        "(RAG_GATE; rag eval --calibrate fits yours)"
+    )
+
+
 def cited_numbers(answer: str, n_sources: int) -> set[int]:
     """The source numbers whose ``[n]`` marker appears in the answer text."""
     found = {int(m.group(1)) for m in MARKER.finditer(answer)}

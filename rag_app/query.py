@@ -166,6 +166,7 @@ class QueryService:
             sources=[node_to_source(n) for n in result.response.source_nodes],
             citations=[c for c in citations if isinstance(c, Citation)],
             confidence=result.decision.best,
+            threshold=result.decision.threshold,
             mode=str(meta.get("mode", "extractive")),
             timings={k: round(v, 2) for k, v in result.timings.items()},
         )

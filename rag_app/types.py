@@ -139,6 +139,13 @@ class Answer(BaseModel):
         default_factory=list, description="Cited sources; for a refusal the closest ones."
     )
     citations: list[Citation] = Field(default_factory=list)
-    confidence: float = Field(0.0, description="Best answer unit's probability (answer model).")
+    confidence: float = Field(
+        0.0, description="P(the evidence answers the question), by the answer model's gate."
+    )
+    threshold: float = Field(
+        0.0,
+        description="The gate's threshold for this question: refused when the confidence is "
+        "below it (0: the gate is off).",
+    )
     mode: str = "extractive"
     timings: dict[str, float] = Field(default_factory=dict)

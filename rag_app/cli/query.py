@@ -12,6 +12,7 @@ from rag_app.cli.common import JsonOpt, KbOpt, TenantOpt, emit_json, err, filena
 from rag_app.cli_output import (
     answer_score_name,
     cited_numbers,
+    confidence_line,
     fmt_score,
     retrieval_score_name,
     sources_json,
@@ -108,7 +109,6 @@ def ask(
             out.print(f"[dim]{src.text}[/dim]\n")
     if show_context and not cited:
         out.print("[dim](--show-context: the answer cites no source)[/dim]")
-    if not answer.refused:
-        out.print(f"[dim]confidence {answer.confidence:.2f} (answer model)[/dim]")
+    out.print(f"[dim]{confidence_line(answer.confidence, answer.threshold)}[/dim]")
     timing = ", ".join(f"{k} {v:.0f}" for k, v in answer.timings.items())
     out.print(f"[dim]{answer.mode}; {timing}[/dim]")

@@ -37,6 +37,7 @@ def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
         sources=_sources(state, answer.sources),
         citations=answer.citations,
         confidence=answer.confidence,
+        threshold=answer.threshold,
         timings=answer.timings,
     )
 

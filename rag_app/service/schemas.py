@@ -151,7 +151,12 @@ class AnswerOut(BaseModel):
     citations: list[Citation] = Field(
         default_factory=list, description="The cited units (sentence, list item, table row)."
     )
-    confidence: float = 0.0
+    confidence: float = Field(
+        0.0, description="P(the evidence answers the question), by the answer model's gate."
+    )
+    threshold: float = Field(
+        0.0, description="Refused when the confidence is below it (0: the gate is off)."
+    )
     timings: dict[str, float]
 
 

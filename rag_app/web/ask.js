@@ -2,7 +2,7 @@
  * citation markers, a refusal's reason and its 最接近的资料, timings, and the citation pop-up.
  */
 
-import { $, el, append, clear, show, fmtScore, hasBlockType, pathNode } from "./dom.js";
+import { $, el, append, clear, show, fmtScore, fmtProb, hasBlockType, pathNode } from "./dom.js";
 import { state, api, errText } from "./api.js";
 import { chunkTextNode } from "./chunks.js";
 import { selectedNames } from "./documents.js";
@@ -92,6 +92,13 @@ function renderAnswer(res, scope) {
     return label + " " + (isNaN(v) ? t[k] : v.toFixed(v < 10 ? 1 : 0)) + (/_ms$/.test(k) ? " ms" : "");
   });
   if (res.mode) parts.unshift("mode " + res.mode);
+  // how near a refusal the answer was: the gate refuses below its threshold
+  if (typeof res.confidence === "number") {
+    parts.unshift(
+      "confidence " + fmtProb(res.confidence) +
+        (res.threshold > 0 ? " (gate threshold " + fmtProb(res.threshold) + ")" : " (gate off)")
+    );
+  }
   $("timings").textContent = parts.join(" · ");
 }
 

@@ -102,4 +102,10 @@ function fmtScore(v) {
   return isNaN(n) ? String(v) : n.toFixed(4);
 }
 
-export { $, el, append, clear, show, fmtTime, fmtBytes, fmtScore, hasBlockType, pathNode };
+// a probability to three significant digits (0.836, 0.0046)
+function fmtProb(v) {
+  var n = Number(v);
+  return isNaN(n) ? String(v) : String(Number(n.toPrecision(3)));
+}
+
+export { $, el, append, clear, show, fmtTime, fmtBytes, fmtScore, fmtProb, hasBlockType, pathNode };

@@ -285,6 +285,8 @@ class TestQuery:
         assert "住宿标准" in first["title_path"] and first["end_char"] > first["start_char"]
         assert "source" not in first  # server paths are not exposed
         assert body["timings"]["total_ms"] > 0
+        # answered: the gate's probability reached its threshold
+        assert 0 < body["threshold"] <= body["confidence"] <= 1
 
     def test_ask_refuses_without_evidence(self, service: Service) -> None:
         _ingested(service)
@@ -295,6 +297,7 @@ class TestQuery:
             body["refused"] and body["answer"] == "当前知识库中未找到足够依据。" and body["reason"]
         )
         assert body["explanation"] and body["citations"] == []
+        assert 0 <= body["confidence"] < body["threshold"]  # refused: below the threshold
         assert all(s["filename"] for s in body["sources"])  # the closest sources, named
 
     def test_retrieve_and_validation(self, service: Service) -> None:

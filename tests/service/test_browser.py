@@ -239,6 +239,7 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     markers = answer.get_by_test_id("citation-marker")
     expect(markers.first).to_be_visible()
     expect(page.get_by_test_id("timings")).to_contain_text("ms")
+    expect(page.get_by_test_id("timings")).to_contain_text("gate threshold 0.")
     shot("answered", doc="answer")
 
     # 5. the marker opens the citation popup: filename, heading path, the chunk text with the
