@@ -6,9 +6,9 @@ no answer type and no asked thing, and its function words would count as terms. 
 question word (lexicon ``english.answer_types``: "how long" asks for a duration), skips the
 auxiliaries, articles and pronouns after it, and takes the run of content words that follows as
 the asked phrase ("dress code"), up to the next function word; after a measure and a partitive
-("how many days of annual leave") the phrase after the partitive is asked ("the phone extension
-of Facilities" asks for the extension). yes/no, how and why
-questions ask no one thing, as in Chinese. All words are the lexicon's, general English.
+("how many days of annual leave") the phrase after the partitive is asked, elsewhere the
+partitive ends it ("the phone extension of Facilities" asks for the extension). yes/no, how and
+why questions ask no one thing, as in Chinese. All words are the lexicon's, general English.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from rag_app.analysis.lexicon import EnglishLexicon
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'\-]*")
-_HAN = re.compile(r"[\u4e00-\u9fff]")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _OPEN_TYPES = ("yes_no", "method", "reason")
 _QUANTITY_TYPES = ("number", "money")  # their word after the cue may be a measure (days of …)
 
