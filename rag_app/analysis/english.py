@@ -20,7 +20,9 @@ from pydantic import BaseModel, Field
 from rag_app.analysis.lexicon import EnglishLexicon
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'\-]*")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# a Chinese character (CJK unified ideographs, extension A, compatibility ideographs); also what
+# rag_app.answer.model.han_share counts
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _OPEN_TYPES = ("yes_no", "method", "reason")
 _QUANTITY_TYPES = ("number", "money")  # their word after the cue may be a measure (days of …)
 
@@ -28,7 +30,7 @@ _QUANTITY_TYPES = ("number", "money")  # their word after the cue may be a measu
 def is_english(question: str) -> bool:
     """Written in Latin letters without a Chinese character (a mixed question is read as
     Chinese: jieba reads its English words as nouns)."""
-    return _HAN.search(question) is None and re.search(r"[A-Za-z]", question) is not None
+    return HAN.search(question) is None and re.search(r"[A-Za-z]", question) is not None
 
 
 class EnglishReading(BaseModel):
@@ -45,7 +47,6 @@ class EnglishReader:
     """Reads English questions with the lexicon's ``english`` words. Read-only, thread-safe."""
 
     def __init__(self, lexicon: EnglishLexicon) -> None:
-        self.lexicon = lexicon
         pairs = [(tuple(c.split()), t.type) for t in lexicon.answer_types for c in t.cues]
         self._cues = sorted(pairs, key=lambda p: -len(p[0]))  # longest first: "how long" > "how"
         self._skipped = frozenset(lexicon.skipped)

@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rag_app.analysis.english import HAN
 from rag_app.answer.features import FEATURES
 from rag_app.answer.question_features import QUESTION_FEATURES
 
@@ -188,14 +189,13 @@ class ReadingStage(BaseModel):
         return self.probability(gate, None)
 
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 
 
 def han_share(text: str) -> float:
     """Chinese characters among the text's Chinese characters and Latin words (a Latin word
     counts once, like a character: "VPN 怎么连" is 0.75); 0 without either."""
-    han = len(_HAN.findall(text))
+    han = len(HAN.findall(text))
     return han / max(han + len(_LATIN_WORD.findall(text)), 1)
 
 
