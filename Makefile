@@ -107,6 +107,7 @@ bench: install
 		--name ../.cache/bench/retrieval
 	$(PY) benchmarks/answer_data.py
 	$(PY) benchmarks/fit_answer_model.py --no-write
+	$(PY) benchmarks/answer_bootstrap.py --replicates 1 --json $(BENCH_OUT)/answer_bootstrap.json
 	$(PY) benchmarks/query_scale.py --sizes 5000 --queries 50 --prewarm --label bench \
 		--json $(BENCH_OUT)/query_scale.json
 	$(PY) benchmarks/ledger_writes.py --sizes 5000 --files 10 --label bench \

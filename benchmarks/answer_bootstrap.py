@@ -1,0 +1,94 @@
+"""Error bars for the answer model's leave-one-domain-out figures: refit each fold on bootstrap
+resamples of its training questions and measure the held-out domain each time.
+
+`fit_answer_model.py` reports one fit per left-out domain. A change to the question analysis or
+to a feature moves those cells, and the question is whether it moved them more than refitting
+on another draw of the same kind of questions would. Each replicate draws the training examples
+of every fold with replacement (seeded by the replicate's number), refits everything (unit,
+support and gate models, reading stage, thresholds) and measures the left-out domain's check half
+at the balanced preset. Uses the evidence cache of `answer_data.py` (about five minutes a
+replicate on 2 cores).
+
+    .venv/bin/python benchmarks/answer_bootstrap.py [--replicates 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from answer_data import DATASETS
+from answer_features import examples, feature_version
+from answer_offtopic import offtopic, source_of
+from answer_probes import EXCISED_SETS, excised, probes
+from common import machine, require_shared, write_json, write_result
+from fit_answer_model import fit, measure
+
+CELLS = ("false_refusal", "unanswerable_refused", "near_miss_refused", "offtopic_refused")
+
+
+def summary(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Mean, standard deviation, lowest and highest of each cell over the replicates."""
+    out = {}
+    for key in runs[0]:
+        v = np.array([r[key] for r in runs])
+        out[key] = {
+            "mean": round(float(v.mean()), 4),
+            "std": round(float(v.std()), 4),
+            "min": round(float(v.min()), 4),
+            "max": round(float(v.max()), 4),
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--replicates", type=int, default=5)
+    parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
+    parser.add_argument(
+        "--json", type=Path, help="write the results here instead of benchmarks/results/"
+    )
+    args = parser.parse_args()
+    require_shared(*args.datasets)
+    data = {
+        d: examples(d) + probes(d) + offtopic(d) + (excised(d) if d in EXCISED_SETS else [])
+        for d in args.datasets
+    }
+    runs: dict[str, list[dict[str, float]]] = {d: [] for d in data}
+    for b in range(args.replicates):
+        rng = random.Random(b)
+        for d in data:
+            check = [e for e in data[d] if e.half == "check"]
+            others = [
+                e for o in data if o != d for e in data[o]
+                if e.half == "calibration" and source_of(e) != d
+            ]  # fmt: skip
+            drawn = [others[rng.randrange(len(others))] for _ in others]
+            lodo = fit(drawn)
+            cells = measure(lodo, lodo.thresholds["balanced"], check)
+            runs[d].append({k: float(cells[k]) for k in CELLS if k in cells})
+            print(b, d, runs[d][-1], flush=True)
+    result: dict[str, Any] = {
+        "command": " ".join(["benchmarks/answer_bootstrap.py", *sys.argv[1:]]),
+        "features": feature_version(),
+        "replicates": args.replicates,
+        "preset": "balanced",
+        "datasets": {d: {"summary": summary(r), "runs": r} for d, r in runs.items()},
+    }
+    for d, row in result["datasets"].items():
+        print(d, {k: (v["mean"], v["std"]) for k, v in row["summary"].items()})
+    if args.json:
+        path = write_json(
+            args.json, {"benchmark": "answer_bootstrap", "machine": machine(), **result}
+        )
+    else:
+        path = write_result("answer_bootstrap", result)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
