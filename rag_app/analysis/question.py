@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
-from rag_app.analysis.english import EnglishReader, is_english
+from rag_app.analysis.english import HAN, EnglishReader, is_english
 from rag_app.analysis.entities import named_entities
 from rag_app.analysis.head import CLAUSE_MARKS, HeadReader, word_spans
 from rag_app.analysis.lexicon import Lexicon
@@ -78,6 +78,37 @@ def _jieba_posseg():  # type: ignore[no-untyped-def]
     return jieba.posseg
 
 
+def _split_glued(words: list[tuple[str, str]], lex: Lexicon) -> list[tuple[str, str]]:
+    """jieba's words and tags, with a function word its HMM glued to a word no dictionary holds
+    cut off: a conjunction or 的 it opens ("于某某|和元|某某") and a verb or 的 it ends
+    ("轻|症能|赔", "犯罪活动罪会|判"), so that the head is not half a word and a function word.
+    The rest keeps jieba's tag. A function word inside a name the HMM found (乍都节, 广西荣和)
+    stays: 都 is an adverb, and a conjunction is cut only where it opens the word."""
+    posseg = _jieba_posseg()
+    dictionary = posseg.dt.tokenizer.FREQ
+    tags = posseg.dt.word_tag_tab
+
+    def glued(char: str, kinds: tuple[str, ...]) -> bool:
+        return lex.is_function_word(char) and tags.get(char, "x").startswith(kinds)
+
+    out: list[tuple[str, str]] = []
+    for word, flag in words:
+        if len(word) < 2 or dictionary.get(word) or len(HAN.findall(word)) < len(word):
+            out.append((word, flag))
+            continue
+        head = word[0] if glued(word[0], ("c", "uj")) else ""
+        tail = word[-1] if len(word) - len(head) >= 2 and glued(word[-1], ("v", "uj")) else ""
+        rest = word[len(head) : len(word) - len(tail)]
+        out.extend(
+            [
+                *([(head, tags[head])] if head else []),
+                (rest, flag if len(rest) > 1 else tags.get(rest, "x")),
+                *([(tail, tags[tail])] if tail else []),
+            ]
+        )
+    return out
+
+
 class QuestionAnalyzer:
     """Reads questions with one lexicon. Built once per knowledge base; thread-safe (its memo is
     guarded by a lock and bounded)."""
@@ -141,7 +172,7 @@ class QuestionAnalyzer:
         # a head only where one thing is asked for: not in a yes/no, how or why question, whose
         # own words ("老公欠的债我要还吗") need not be the documents'
         head, phrase = (
-            self._head_reader(question, words, chosen, named_spans)
+            self._head_reader(question, _split_glued(words, lex), chosen, named_spans)
             if chosen is not None and chosen[3] not in OPEN_TYPES
             else (None, "")
         )

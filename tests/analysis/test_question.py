@@ -330,3 +330,18 @@ def test_a_manner_word_ending_the_question_after_a_noun_asks_how_that_thing_is(
     for question in [*not_one_thing, "今年的销售情况如何？"]:  # 情况: asked broadly
         a = analyzer(question)
         assert a.answer_type == "method" and a.head is None, question
+
+
+def test_a_function_word_the_hmm_glued_on_is_cut_off(analyzer: QuestionAnalyzer) -> None:
+    """jieba's HMM makes up 症能 (轻|症能|赔), 和元 (于某某|和元|某某) and 罪会 (…犯罪活动|罪会|判):
+    half a word with a verb or a conjunction on it is never the head."""
+    a = analyzer("得了轻症能赔几次？")
+    assert a.head is None or "能" not in a.head
+    assert analyzer("犹豫期有几天？").head == "犹豫期"  # 犹豫|期有|几天
+    assert analyzer("于某某和元某某的辅助检查结果分别是什么？").head == "检查"
+    assert analyzer("帮助信息网络犯罪活动罪会判多久").head == "犯罪活动"
+
+
+def test_a_function_word_inside_a_name_stays(analyzer: QuestionAnalyzer) -> None:
+    """都 of 乍都节 and 和 of 荣和 are not a verb or 的 at the end of a made-up word."""
+    assert "乍都" in analyzer("乍都节公园位于什么地方？").entities
