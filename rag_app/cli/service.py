@@ -136,7 +136,7 @@ def serve(
     children = None
     if not workers_in_process(settings, count, in_process):  # service/processes.py
         children = ServeProcesses(
-            settings, workers=count, describe=f"rag serve on http://{host}:{port}"
+            settings, workers=count, describe=f"rag serve on http://{host}:{port}", api_port=port
         )
         try:
             settings = children.start()

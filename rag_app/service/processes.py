@@ -32,7 +32,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import httpx
@@ -67,10 +67,16 @@ def _parent_death_signal() -> Callable[[], None] | None:
     return functools.partial(prctl, PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_port(avoid: Collection[int] = ()) -> int:
+    """A port the OS has free now, none of ``avoid``: ``rag serve`` picks its Chroma child's
+    port before the API binds its own, and an API port in the OS's ephemeral range (57235)
+    could otherwise be handed to the child first."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in avoid:
+            return port
 
 
 def _no_proxy(env: dict[str, str]) -> None:
@@ -155,9 +161,12 @@ class ServeProcesses:
     ends).
     """
 
-    def __init__(self, settings: Settings, *, workers: int, describe: str) -> None:
+    def __init__(
+        self, settings: Settings, *, workers: int, describe: str, api_port: int | None = None
+    ) -> None:
         self.settings = settings
         self.workers = workers
+        self.api_port = api_port  # the child server's port is never this one
         self.describe = describe
         self.lock: WriterLock | None = None
         self.chroma: Child | None = None
@@ -178,7 +187,8 @@ class ServeProcesses:
             # raises KnowledgeBaseBusy (with the fix) while another process writes the KB
             self.lock = WriterLock(kb_dir)
             describe_writer(kb_dir, self.describe)
-            url = f"http://127.0.0.1:{free_port()}"
+            avoid = () if self.api_port is None else (self.api_port,)
+            url = f"http://127.0.0.1:{free_port(avoid)}"
             chroma_exe = Path(sys.executable).with_name("chroma")
             command = [str(chroma_exe), "run", "--path", str((kb_dir / "chroma").resolve())]
             command += ["--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1]]

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from rag_app.service.auth import create_key
 from rag_app.store.jobs import JobQueue
@@ -221,3 +222,30 @@ def test_rag_serve_wakes_its_worker_process_on_upload(tmp_path: Path) -> None:
     finally:
         log = _stop(proc)
     assert "restarting" not in log, log
+
+
+def test_the_chroma_childs_port_is_never_the_apis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rag serve` picks its Chroma child's port before the API binds its own; an API port the OS
+    would hand out next (57235, as in a failed run) is skipped, not given to the child."""
+    from rag_app.service import processes
+
+    handed = iter([57235, 57235, 41000])
+
+    class FakeSocket:
+        def __init__(self, *args: object) -> None:
+            self.port = next(handed)
+
+        def __enter__(self) -> FakeSocket:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def bind(self, address: tuple[str, int]) -> None:
+            return None
+
+        def getsockname(self) -> tuple[str, int]:
+            return ("127.0.0.1", self.port)
+
+    monkeypatch.setattr(processes.socket, "socket", FakeSocket)
+    assert processes.free_port(avoid=(57235,)) == 41000
