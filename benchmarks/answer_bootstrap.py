@@ -6,8 +6,8 @@ to a feature moves those cells, and the question is whether it moved them more t
 on another draw of the same kind of questions would. Each replicate draws the training examples
 of every fold with replacement (seeded by the replicate's number), refits everything (unit,
 support and gate models, reading stage, thresholds) and measures the left-out domain's check half
-at the balanced preset. Uses the evidence cache of `answer_data.py` (about five minutes a
-replicate on 2 cores).
+at the balanced preset. Uses the evidence cache of `answer_data.py` (5 replicates take about
+five minutes on 2 cores once the e5 readings are cached).
 
     .venv/bin/python benchmarks/answer_bootstrap.py [--replicates 5]
 """
