@@ -8,11 +8,6 @@ from rag_app.analysis import QuestionAnalyzer
 from rag_app.analysis.english import is_english
 
 
-@pytest.fixture(scope="module")
-def analyzer() -> QuestionAnalyzer:
-    return QuestionAnalyzer()
-
-
 @pytest.mark.parametrize(
     ("question", "answer_type"),
     [

@@ -10,11 +10,6 @@ import pytest
 from rag_app.analysis import Lexicon, QuestionAnalyzer
 
 
-@pytest.fixture(scope="module")
-def analyzer() -> QuestionAnalyzer:
-    return QuestionAnalyzer()
-
-
 @pytest.mark.parametrize(
     ("question", "answer_type"),
     [
