@@ -22,11 +22,9 @@ from typing import Any
 
 import numpy as np
 from answer_data import DATASETS
-from answer_features import examples, feature_version
-from answer_offtopic import offtopic, source_of
-from answer_probes import EXCISED_SETS, excised, probes
+from answer_features import feature_version
 from common import machine, require_shared, write_json, write_result
-from fit_answer_model import fit, measure
+from fit_answer_model import dev_examples, fit, left_out_training, measure
 
 CELLS = ("false_refusal", "unanswerable_refused", "near_miss_refused", "offtopic_refused")
 
@@ -54,19 +52,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     require_shared(*args.datasets)
-    data = {
-        d: examples(d) + probes(d) + offtopic(d) + (excised(d) if d in EXCISED_SETS else [])
-        for d in args.datasets
-    }
+    data = dev_examples(args.datasets)
     runs: dict[str, list[dict[str, float]]] = {d: [] for d in data}
     for b in range(args.replicates):
         rng = random.Random(b)
         for d in data:
             check = [e for e in data[d] if e.half == "check"]
-            others = [
-                e for o in data if o != d for e in data[o]
-                if e.half == "calibration" and source_of(e) != d
-            ]  # fmt: skip
+            others = left_out_training(data, d)
             drawn = [others[rng.randrange(len(others))] for _ in others]
             lodo = fit(drawn)
             cells = measure(lodo, lodo.thresholds["balanced"], check)

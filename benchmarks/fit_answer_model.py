@@ -375,6 +375,27 @@ def gate_version() -> str:
     return hashlib.sha1(src.encode()).hexdigest()[:8]
 
 
+def dev_examples(datasets: list[str], *, refresh: bool = False) -> dict[str, list[Example]]:
+    """Every example of each data set: its questions and near misses, head-swap probes,
+    off-topic probes and, where made, the answer-cut-out probes."""
+    return {
+        d: examples(d, refresh=refresh)
+        + probes(d)
+        + offtopic(d)
+        + (excised(d) if d in EXCISED_SETS else [])
+        for d in datasets
+    }
+
+
+def left_out_training(data: dict[str, list[Example]], left_out: str) -> list[Example]:
+    """What a leave-one-domain-out fit of ``left_out`` learns from: the other data sets'
+    calibration halves, less the off-topic probes whose questions come from ``left_out``."""
+    return [
+        e for o in data if o != left_out for e in data[o]
+        if e.half == "calibration" and source_of(e) != left_out
+    ]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--refresh", action="store_true", help="recompute features")
@@ -385,13 +406,7 @@ def main() -> None:
     )
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
     args = parser.parse_args()
-    data = {
-        d: examples(d, refresh=args.refresh)
-        + probes(d)
-        + offtopic(d)
-        + (excised(d) if d in EXCISED_SETS else [])
-        for d in args.datasets
-    }
+    data = dev_examples(args.datasets, refresh=args.refresh)
     calib = [e for d in data for e in data[d] if e.half == "calibration"]
     fitted = fit(calib)
     thr = fitted.thresholds
@@ -399,10 +414,7 @@ def main() -> None:
     for d in data:
         check = [e for e in data[d] if e.half == "check"]
         row: dict[str, Any] = {"check_half": measure(fitted, thr["balanced"], check)}
-        others = [
-            e for o in data if o != d for e in data[o]
-            if e.half == "calibration" and source_of(e) != d
-        ]  # fmt: skip
+        others = left_out_training(data, d)
         if others:
             lodo = fit(others)
             row["leave_one_domain_out"] = measure(lodo, lodo.thresholds["balanced"], check)
