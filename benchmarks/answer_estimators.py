@@ -149,3 +149,42 @@ def boosted(
         )  # fmt: skip
     baseline = float(np.ravel(clf._baseline_prediction)[0])
     return TreeModel(features=names, baseline=baseline, trees=trees)
+
+
+def refit_one(
+    model: LinearModel,
+    q: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    columns: Sequence[str],
+    feature: str,
+    sign: int,
+    *,
+    c: float = 1.0,
+) -> LinearModel:
+    """``model`` with the coefficient of ``feature`` and the intercept refitted on ``q``, ``y``
+    and ``w`` (weighted logistic, the coefficient held to ``sign``, L2 with ``c`` as in
+    :func:`signed_logistic`), every other coefficient held where it was: a stacked step that
+    lets more data teach one feature without moving what the rest of the model learned."""
+    from scipy.optimize import minimize
+
+    i = model.features.index(feature)
+    x = q[:, [list(columns).index(n) for n in model.features]]
+    z = (x - np.asarray(model.mean)) / np.asarray(model.scale)
+    coef = np.asarray(model.coef, dtype=float)
+    rest = z @ coef - z[:, i] * coef[i]
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        logits = rest + z[:, i] * theta[0] + theta[1]
+        p = 1 / (1 + np.exp(-np.clip(logits, -40, 40)))
+        ll = -np.sum(w * (y * np.log(p + 1e-12) + (1 - y) * np.log(1 - p + 1e-12)))
+        grad = np.array([z[:, i] @ (w * (p - y)) + theta[0] / c, np.sum(w * (p - y))])
+        return ll + 0.5 * theta[0] ** 2 / c, grad
+
+    bound = (0.0, None) if sign > 0 else (None, 0.0) if sign < 0 else (None, None)
+    res = minimize(
+        loss, np.array([coef[i], model.intercept]), jac=True, method="L-BFGS-B",
+        bounds=[bound, (None, None)],
+    )  # fmt: skip
+    coef[i] = res.x[0]
+    return model.model_copy(update={"coef": coef.tolist(), "intercept": float(res.x[1])})

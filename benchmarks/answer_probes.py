@@ -1,5 +1,7 @@
 """Head-swap probes: answerable questions whose asked thing is swapped for a word the evidence
-lacks ("X分布在哪些地区" -> "X分布在哪些<noun>"), asked on the same evidence.
+lacks ("X分布在哪些地区" -> "X分布在哪些<noun>"), asked on the same evidence; value-swap probes:
+the same with a date the question states swapped for one the evidence lacks ("2021年10月" ->
+"2021年3月"), so that the question asks about a period the evidence does not cover.
 
 They are the near misses where the entity *is* there and the asked detail is not, made the same
 way for any knowledge base: the replacement is a noun taken from other passages of the same
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import re
 from typing import Any
 
 import numpy as np
@@ -24,6 +27,7 @@ from answer_features import (
     probe_example,
 )
 
+from rag_app.answer.features import any_value_in, stated_values
 from rag_app.answer.locator import AnswerLocator
 
 PER_HALF = 300
@@ -94,6 +98,69 @@ def _head_swaps(
     return out
 
 
+_YEAR_MONTH = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月")
+_YEAR = re.compile(r"(\d{4})\s*年")
+
+
+def swap_candidates(value: str) -> list[str]:
+    """Other dates of the form of a stated ``value``: the other months of its year and the same
+    month a year or two away for 2021年10月; the years up to three away for 2021年. None for a
+    value that is not a date (an amount or an age may sit inside a range the evidence states:
+    5001元 is still answered by "5000元以上")."""
+    m = _YEAR_MONTH.fullmatch(value)
+    if m:
+        year, month = int(m.group(1)), int(m.group(2))
+        return [f"{year}年{k}月" for k in range(1, 13) if k != month] + [
+            f"{year + d}年{month}月" for d in (-2, -1, 1, 2)
+        ]
+    m = _YEAR.fullmatch(value)
+    if m:
+        return [f"{int(m.group(1)) + d}年" for d in (-3, -2, -1, 1, 2, 3)]
+    return []
+
+
+def value_swaps(name: str) -> list[Example]:
+    """Answerable questions that state a date their evidence holds, the date swapped for one of
+    its form the evidence holds nowhere, asked on the same evidence: a question about another
+    period, which should be refused. Trained on only to refit the gate's ``constraint_rival``
+    (benchmarks/fit_answer_model.py), reported per domain."""
+    out_path = CACHE / f"answer-valueswap-{name}-{feature_version()}.pkl"
+    if out_path.exists():
+        data: list[Example] = pickle.loads(out_path.read_bytes())
+        return data
+    base = [e for e in examples(name) if e.kind == "answerable"]
+    evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
+    rng = random.Random(f"valueswap:{name}")
+    out: list[Example] = []
+    count = {"calibration": 0, "check": 0}
+    with feature_locator(name) as locator:
+        lexicon = locator.analyzer.lexicon
+        for e in rng.sample(base, len(base)):
+            if count[e.half] >= PER_HALF:
+                continue
+            nodes = evidence[e.qid]["nodes"]
+            text = lexicon.normalize("\n".join(
+                f"{nd.node.metadata.get('title_path', '')}\n{nd.node.get_content()}" for nd in nodes
+            ).lower())  # fmt: skip
+            held = [
+                v for v in stated_values(locator.analyzer(e.question))
+                if swap_candidates(v) and e.question.count(v) == 1
+                and any_value_in([lexicon.normalize(v)], text) == 1.0
+            ]  # fmt: skip
+            if not held:
+                continue
+            choices = [c for c in swap_candidates(held[0]) if any_value_in([c], text) == 0.0]
+            if not choices:
+                continue
+            question = e.question.replace(held[0], rng.choice(choices))
+            out.append(probe_example(locator, e.dataset, e.half, e.qid + "#vswap", "valueswap",
+                                     question, nodes))  # fmt: skip
+            count[e.half] += 1
+    out_path.write_bytes(pickle.dumps(out))
+    print(f"{name}: {len(out)} value-swap probes")
+    return out
+
+
 def _excise(nodes: list[Any], units: list[Any], y: np.ndarray) -> list[Any]:
     """The evidence with every answer unit cut out of its node's text."""
     from llama_index.core.schema import NodeWithScore, TextNode
@@ -152,5 +219,6 @@ if __name__ == "__main__":
 
     for name in sys.argv[1:] or ["cmrc_trial_zh", "dragonball_zh", "laws_zh", "retqa_tables_zh"]:
         probes(name)
+        value_swaps(name)
         if name in EXCISED_SETS:
             excised(name)
