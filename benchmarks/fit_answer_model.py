@@ -243,7 +243,8 @@ def fit(rows: list[Example]) -> Fitted:
         gate = boosted(q, labels, w, GATE_SIGNS, QUESTION_FEATURES, GATE_TREES)
     else:
         gate = signed_logistic(q, labels, w, GATE_SIGNS, QUESTION_FEATURES, c=C)
-        gate = rival_step(gate, support, usable, [e for e in rows if e.kind == "valueswap"])
+        swaps = [e for e in rows if e.kind == "valueswap" and len(e.y)]
+        gate = rival_step(gate, support, usable, q, swaps)
     fitted = Fitted(unit, support, gate, {})
     if WITH_READING:
         p = np.clip(gate.probabilities(q, QUESTION_FEATURES), 1e-9, 1 - 1e-9)
@@ -264,22 +265,26 @@ def balanced_weights(rows: list[Example]) -> np.ndarray:
 
 
 def rival_step(
-    gate: LinearModel, support: LinearModel, usable: list[Example], swaps: list[Example]
+    gate: LinearModel,
+    support: LinearModel,
+    usable: list[Example],
+    q: np.ndarray,
+    swaps: list[Example],
 ) -> LinearModel:
     """The gate with its ``constraint_rival`` weight (and intercept) refitted with the value-swap
-    probes (benchmarks/answer_probes.py) added as negatives, every other weight as fitted.
+    probes (benchmarks/answer_probes.py) added as negatives, every other weight as fitted
+    (``usable``: the questions the gate was fitted on, ``q`` their question features).
 
     Without them, the rival's weight came from a few dozen questions of the fitted domains,
     mostly off-topic ones: in the retqa fold -0.26 (standardised), and a variant of the feature
-    that fired for one more answerable question of the fold's training halved it. Trained on in the gate itself, the swaps moved the
-    other weights too (leave-one-domain-out, laws' false refusals 5.4 -> 7.7 %); refitted
-    alone, retqa's near misses refused 65.4 -> 70.5 % and no other cell moved
-    (docs/answering.md)."""
-    swaps = [e for e in swaps if len(e.y)]
+    that fired for one more answerable question of the fold's training halved it. Trained on in
+    the gate itself, the swaps moved the other weights too (leave-one-domain-out, laws' false
+    refusals 5.4 -> 7.7 %); refitted alone, retqa's near misses refused 65.4 -> 70.5 % and no
+    other cell moved (docs/answering.md)."""
     if not swaps:
         return gate
     rows = usable + swaps
-    q = question_rows(support, rows)
+    q = np.vstack([q, question_rows(support, swaps)])
     labels = np.array([1 if e.kind == "answerable" else 0 for e in rows])
     sign = GATE_SIGNS["constraint_rival"]
     return refit_one(gate, q, labels, balanced_weights(rows), QUESTION_FEATURES,
