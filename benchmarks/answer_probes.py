@@ -27,7 +27,8 @@ from answer_features import (
     probe_example,
 )
 
-from rag_app.answer.features import any_value_in, stated_values
+# the pattern stated_values reads a year and month with: a swap must keep the form it reads
+from rag_app.answer.features import _YEAR_MONTH, any_value_in, stated_values
 from rag_app.answer.locator import AnswerLocator
 
 PER_HALF = 300
@@ -98,7 +99,6 @@ def _head_swaps(
     return out
 
 
-_YEAR_MONTH = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月")
 _YEAR = re.compile(r"(\d{4})\s*年")
 
 

@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
@@ -14,18 +12,10 @@ import pytest
 
 from rag_app.answer.model import LinearModel
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
-def bench() -> Iterator[tuple[ModuleType, ModuleType]]:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import answer_estimators
-        import answer_probes
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    yield answer_probes, answer_estimators
+def bench(bench_import: Callable[[str], ModuleType]) -> tuple[ModuleType, ModuleType]:
+    return bench_import("answer_probes"), bench_import("answer_estimators")
 
 
 def test_a_month_is_swapped_for_another_month_or_year_of_its_form(

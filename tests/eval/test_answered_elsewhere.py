@@ -3,25 +3,19 @@ cell with its column and the row's cells the question names (benchmarks/fit_answ
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 CellElsewhere = Callable[[dict[str, Any], str, list[str], str], bool]
 
 
 @pytest.fixture(scope="module")
-def cell_elsewhere() -> CellElsewhere:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        from fit_answer_model import cell_elsewhere as found
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return found  # type: ignore[no-any-return]
+def cell_elsewhere(bench_import: Callable[[str], ModuleType]) -> CellElsewhere:
+    found: CellElsewhere = bench_import("fit_answer_model").cell_elsewhere
+    return found
 
 
 ROW = {"企业名称": "景津装备股份有限公司", "年份": "2022", "是否国有": "否", "风险等级": "低"}
