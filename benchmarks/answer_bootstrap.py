@@ -27,6 +27,7 @@ from common import machine, require_shared, write_json, write_result
 from fit_answer_model import dev_examples, fit, left_out_training, measure
 
 CELLS = ("false_refusal", "unanswerable_refused", "near_miss_refused", "offtopic_refused")
+RANKED = ("unanswerable", "near", "offtopic")  # kinds whose AUC against the answerable is kept
 
 
 def summary(runs: list[dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -62,7 +63,11 @@ def main() -> None:
             drawn = [others[rng.randrange(len(others))] for _ in others]
             lodo = fit(drawn)
             cells = measure(lodo, lodo.thresholds["balanced"], check)
-            runs[d].append({k: float(cells[k]) for k in CELLS if k in cells})
+            run = {k: float(cells[k]) for k in CELLS if k in cells}
+            # the ranking apart from the threshold: how much a refit moves the AUC
+            run.update({f"auc_{k}": float(v["auc"]) for k, v in cells["ranking"].items()
+                        if k in RANKED})  # fmt: skip
+            runs[d].append(run)
             print(b, d, runs[d][-1], flush=True)
     result: dict[str, Any] = {
         "command": " ".join(["benchmarks/answer_bootstrap.py", *sys.argv[1:]]),

@@ -45,6 +45,7 @@ from answer_estimators import boosted, listwise_logistic, refit_one, signed_logi
 from answer_features import Example, examples, feature_version, squash
 from answer_offtopic import offtopic, source_of
 from answer_probes import EXCISED_SETS, excised, probes, value_swaps
+from answer_ranking import ranking, ranking_lines
 from answer_reading import READER, fit_reading, reading
 from answer_tables import docs_table, presets_table
 from answer_tables import write as write_tables
@@ -370,7 +371,8 @@ def gold_items(dataset: str) -> dict[str, QAItem]:
 
 
 def measure(fitted: Fitted, thr: float, rows: list[Example]) -> dict[str, Any]:
-    refused = gate_scores(fitted, rows) < thr
+    scores = gate_scores(fitted, rows)
+    refused = scores < thr
     out: dict[str, Any] = {}
     for kind, key in (("answerable", "false_refusal"), ("unanswerable", "unanswerable_refused"),
                       ("near", "near_miss_refused"), ("probe", "head_swap_refused"),
@@ -386,6 +388,8 @@ def measure(fitted: Fitted, thr: float, rows: list[Example]) -> dict[str, Any]:
         out["near_miss_answered_elsewhere"] = int(elsewhere.sum())
         if (near & ~elsewhere).any():
             out["near_miss_refused_unanswered"] = round(float(refused[near & ~elsewhere].mean()), 4)
+    # the ranking apart from the threshold (benchmarks/answer_ranking.py)
+    out["ranking"] = ranking(scores, [e.kind for e in rows])
     ans = [e for e in rows if e.kind == "answerable" and len(e.y)]
     spans = [e for e in ans if e.dataset == "cmrc_trial_zh"]
     if spans:
@@ -497,6 +501,8 @@ def main() -> None:
     }
     print(docs_table(table))
     print(presets_table(table))
+    print("ranking, leave-one-domain-out (benchmarks/answer_ranking.py):")
+    print("\n".join(ranking_lines(table)))
     if args.no_write:  # a trial fit: the model file, the results and the tables stay as they are
         return
     Path(MODEL_PATH).write_text(json.dumps(model, ensure_ascii=False, indent=1) + "\n")
