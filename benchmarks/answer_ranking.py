@@ -32,8 +32,7 @@ def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     """P(a score of ``pos`` > one of ``neg``), ties counted half (the Mann-Whitney statistic)."""
     if not len(pos) or not len(neg):
         return float("nan")
-    order = np.concatenate([pos, neg])
-    ranks = _average_ranks(order)
+    ranks = _average_ranks(np.concatenate([pos, neg]))
     pos_ranks = ranks[: len(pos)].sum()
     u = pos_ranks - len(pos) * (len(pos) + 1) / 2
     return float(u / (len(pos) * len(neg)))
