@@ -30,27 +30,13 @@ REFUSE_KINDS = ("unanswerable", "near", "probe", "excised", "offtopic", "valuesw
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     """P(a score of ``pos`` > one of ``neg``), ties counted half (the Mann-Whitney statistic)."""
+    from scipy.stats import rankdata
+
     if not len(pos) or not len(neg):
         return float("nan")
-    ranks = _average_ranks(np.concatenate([pos, neg]))
-    pos_ranks = ranks[: len(pos)].sum()
+    pos_ranks = rankdata(np.concatenate([pos, neg]))[: len(pos)].sum()  # ties: their mean rank
     u = pos_ranks - len(pos) * (len(pos) + 1) / 2
     return float(u / (len(pos) * len(neg)))
-
-
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, tied values sharing their mean rank."""
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(len(values))
-    sorted_values = values[order]
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
 
 
 def ranking(scores: np.ndarray, kinds: Sequence[str]) -> dict[str, dict[str, float]]:
