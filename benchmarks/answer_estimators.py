@@ -2,7 +2,8 @@
 plain-numpy models (:mod:`rag_app.answer.model`).
 
 * :func:`listwise_logistic` -- the unit model: which unit of a question's evidence answers it;
-* :func:`signed_logistic` -- the gate: whether the evidence answers the question at all;
+* :func:`signed_logistic` -- the gate: whether the evidence answers the question at all
+  (fitted twice, the second time with :func:`hard_negative_weights`);
 * :func:`boosted` -- monotone boosted trees, the gate's alternative (``GATE_KIND=trees``).
 
 Every coefficient can be held to a sign (+1: more of the feature never lowers the score, -1:
@@ -62,6 +63,26 @@ def signed_logistic(
     )  # fmt: skip
     return LinearModel(features=names, mean=mean.tolist(), scale=scale.tolist(),
                        coef=res.x[:-1].tolist(), intercept=float(res.x[-1]))  # fmt: skip
+
+
+def hard_negative_weights(
+    p: np.ndarray, y: np.ndarray, groups: Sequence[str], quantile: float, extra: float
+) -> np.ndarray:
+    """Per example a weight factor: 1 + ``extra`` for a negative (``y`` 0) that scores ``p`` at or
+    above the ``quantile`` of its group's positive scores, 1 for every other example (and for
+    every example of a group without positives). The gate's presets refuse a few percent of a
+    domain's answerable questions, so what its ranking must get right is which negatives score
+    above that tail; a second fit with these factors leans on what tells those apart."""
+    out = np.ones(len(y))
+    names = np.asarray(groups)
+    for g in dict.fromkeys(groups):
+        mine = names == g
+        positive = p[mine & (y == 1)]
+        if not len(positive):
+            continue
+        cut = np.quantile(positive, quantile)
+        out[mine & (y == 0) & (p >= cut)] += extra
+    return out
 
 
 def listwise_logistic(
