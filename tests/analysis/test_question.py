@@ -218,6 +218,19 @@ def test_comparisons_ask_for_a_choice(analyzer: QuestionAnalyzer) -> None:
     assert analyzer("这两家公司哪家更早上市？").answer_type == "choice"
 
 
+def test_a_modal_after_the_question_word_is_not_the_head(analyzer: QuestionAnalyzer) -> None:
+    """ "X多久才能Y" asks how long until Y: 才能 (only then can) is no noun there, whatever
+    jieba's tag (才能/n, talent), and no document's word."""
+    for question, head in [
+        ("退款多久才能到账？", "退款"),
+        ("护照几天才能办好？", "护照"),
+        ("账号被锁了要等多久才能自动解开？", "账号"),
+    ]:
+        analysis = analyzer(question)
+        assert analysis.head == head
+        assert "才能" not in analysis.terms
+
+
 def test_the_asked_phrase_as_written(analyzer: QuestionAnalyzer) -> None:
     assert analyzer("这款手机的电池容量是多少？").asked == "电池容量"
     # without the trailing noun that names only the kind of what is asked (标准)
