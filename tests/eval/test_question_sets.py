@@ -20,7 +20,7 @@ def check(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("name", ["sample_qa.jsonl", "lay_qa.jsonl"])
+@pytest.mark.parametrize("name", ["sample_qa.jsonl", "lay_qa.jsonl", "lay_policy_qa.jsonl"])
 def test_question_set_matches_the_documents(name: str) -> None:
     done = check(ROOT / "data" / "eval" / name)
     assert done.returncode == 0, done.stdout + done.stderr
