@@ -156,7 +156,8 @@ GATE_SIGNS = {
 # 79.6 % (AUC 0.977 -> 0.980; 79.8 -> 83.7 % at its own 3 %), laws' false refusals 5.4 -> 4.4 %,
 # retqa's 2.0 -> 2.5 % (near misses 70.5 -> 71.5 %), dragonball's 3.3 -> 3.0 % with its
 # unanswerable refused unchanged at 56.1 % (AUC 0.854 -> 0.850, over bootstrap refits 0.847 +-
-# 0.003) and its near misses 46.4 -> 42.4 %. Chosen on those figures among
+# 0.003) and its near misses 46.4 -> 42.4 % (the refit after 才能 became a function word reads
+# dragonball 2.9 % and 42.0 %, the other cells unchanged). Chosen on those figures among
 # weights 1, 2, 4 and quantiles 0.03-0.2, which all moved the cells the same way; weighing the
 # answerable tail up as well (or alone) took the head-swap probes' weight away from dragonball's
 # unanswerable (docs/answering.md). HARD_WEIGHT=0 fits once.
