@@ -165,6 +165,9 @@ class QueryService:
             absent_values=[] if refused else list(result.decision.absent_values),
             sources=[node_to_source(n) for n in result.response.source_nodes],
             citations=[c for c in citations if isinstance(c, Citation)],
+            closest=[c for c in meta.get("closest") or [] if isinstance(c, Citation)]
+            if refused
+            else [],
             confidence=result.decision.best,
             threshold=result.decision.threshold,
             mode=str(meta.get("mode", "extractive")),

@@ -123,7 +123,8 @@ class Answer(BaseModel):
     """An answer with backend citations: marker ``[n]`` refers to ``sources[n-1]``.
 
     A refusal has ``refused`` set, ``reason`` (a machine code), ``explanation`` (what was
-    missing, in words) and, in ``sources``, the closest sources found."""
+    missing, in words), in ``sources`` the closest sources found and, in ``closest``, the unit
+    of them the answer model ranks best."""
 
     question: str
     answer: str
@@ -139,6 +140,11 @@ class Answer(BaseModel):
         default_factory=list, description="Cited sources; for a refusal the closest ones."
     )
     citations: list[Citation] = Field(default_factory=list)
+    closest: list[Citation] = Field(
+        default_factory=list,
+        description="A refusal: the evidence's best unit (in the closest sources), the nearest "
+        "the knowledge base has to an answer, shown as such; empty for an answer.",
+    )
     confidence: float = Field(
         0.0, description="P(the evidence answers the question), by the answer model's gate."
     )

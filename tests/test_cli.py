@@ -124,6 +124,11 @@ def test_ask_prints_answer_with_numbered_sources_and_json(kb_dir, tmp_path):
     assert all(s["source"].endswith("expense.md") for s in refused["sources"])  # closest ones
     human_refusal = run("ask", "公司年会在哪里举办？", "--kb", str(kb_dir))
     assert refused["explanation"] in human_refusal.stdout.replace("\n", "")
+    closest = refused["closest"][0]  # the closest unit, shown under the refusal and cited
+    assert refused["sources"][closest["source"] - 1]["source"].endswith("expense.md")
+    assert f"最接近的内容：{closest['text']} [{closest['source']}]" in human_refusal.stdout.replace(
+        "\n", ""
+    )
     # the gate's probability beside its threshold: above it when answered, below when refused
     assert data["threshold"] <= data["confidence"] and refused["confidence"] < refused["threshold"]
     for shown, body in ((human, data), (human_refusal, refused)):

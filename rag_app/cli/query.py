@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from rag_app.cli.common import JsonOpt, KbOpt, TenantOpt, emit_json, err, filename, open_kb, out
 from rag_app.cli_output import (
@@ -92,6 +93,8 @@ def ask(
         out.print(
             f"[yellow]{answer.explanation or ''}[/yellow] [dim](reason: {answer.reason})[/dim]"
         )
+        for unit in answer.closest:  # the nearest the evidence has, quoted as such
+            out.print(f"最接近的内容：{escape(unit.text)} [{unit.source}]", highlight=False)
     else:
         out.print(answer.answer)
     if answer.sources:

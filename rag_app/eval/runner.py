@@ -15,7 +15,8 @@ sources), timing each call. Metric definitions (also in ``docs/EVAL_SECTION.md``
 * ``keyword_hit_rate``: answerable questions with ``any``/``all`` references whose answer holds
   them.
 * ``no_answer_accuracy``: unanswerable questions refused. ``false_refusal_rate``: answerable
-  questions refused.
+  questions refused. ``closest_hit_rate``: of those (with ``any``/``all`` references), the share
+  whose closest unit, shown under the refusal (``Answer.closest``), holds the references.
 * ``recall_at_k`` / ``mrr_at_k``: answerable questions with gold spans or rows; a retrieved chunk
   hits by the rules of :mod:`rag_app.eval.metrics` (gold rows need the header too).
 * ``avg_context_chars``: characters in the top-k retrieved chunks, averaged over questions.
@@ -55,6 +56,7 @@ METRICS: dict[str, str] = {
     "keyword_hit_rate": "keyword hit",
     "no_answer_accuracy": "no-answer acc.",
     "false_refusal_rate": "false refusal",
+    "closest_hit_rate": "refusal shows answer",
     "avg_context_chars": "context chars",
     "retrieve_ms_avg": "retrieve ms avg",
     "retrieve_ms_p50": "retrieve ms p50",
@@ -120,6 +122,12 @@ class QuestionRecord(BaseModel):
         None, description="A cited source holds the gold span/row (what the answer was built on)."
     )
     keyword_hit: bool | None = None
+    closest: str = Field("", description="A refusal's closest unit (Answer.closest), as shown.")
+    closest_hit: bool | None = Field(
+        None,
+        description="A refused answerable question whose closest unit holds the expected "
+        "answer: still a false refusal, but one a user can read the answer off.",
+    )
     passed: bool | None = Field(None, description="case pass (None when `ask` was skipped).")
     context_chars: int = 0
 
@@ -220,6 +228,7 @@ def evaluate_question(
             rec.confidence = answer.confidence
             rec.mode = answer.mode
             rec.sources = [_chunk(s, item) for s in answer.sources]
+            rec.closest = "\n".join(c.text for c in answer.closest)
     except Exception as exc:  # one broken question must not end the run
         logger.exception("question %s failed", item.id)
         rec.error = f"{type(exc).__name__}: {exc}"
@@ -247,6 +256,9 @@ def judge(rec: QuestionRecord, ask: bool = True) -> QuestionRecord:
     if rec.answerable:
         hit = M.answer_hit(rec.answer, rec)
         rec.keyword_hit = None if hit is None else (hit and not rec.refused and not failed)
+    rec.closest_hit = None
+    if rec.answerable and rec.refused and not failed:
+        rec.closest_hit = M.answer_hit(rec.closest, rec) if rec.closest else False
     if failed:
         rec.passed = False
     elif not rec.answerable:
@@ -287,6 +299,7 @@ def summarize(records: Sequence[QuestionRecord], k: int) -> dict[str, Any]:
         "keyword_hit_rate": M.rate(r.keyword_hit for r in records),
         "no_answer_accuracy": M.rate(r.refused for r in unanswerable if r.passed is not None),
         "false_refusal_rate": M.rate(r.refused for r in answerable if r.passed is not None),
+        "closest_hit_rate": M.rate(r.closest_hit for r in answerable),
         "avg_context_chars": M.mean([float(r.context_chars) for r in records]),
         "retrieve_ms_avg": M.mean(retrieve_ms),
         "retrieve_ms_p50": M.percentile(retrieve_ms, 50) if retrieve_ms else None,

@@ -36,6 +36,7 @@ def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
         mode=answer.mode,
         sources=_sources(state, answer.sources),
         citations=answer.citations,
+        closest=answer.closest,
         confidence=answer.confidence,
         threshold=answer.threshold,
         timings=answer.timings,

@@ -151,6 +151,11 @@ class AnswerOut(BaseModel):
     citations: list[Citation] = Field(
         default_factory=list, description="The cited units (sentence, list item, table row)."
     )
+    closest: list[Citation] = Field(
+        default_factory=list,
+        description="A refusal: the unit of the closest sources that the answer model ranks "
+        "best, the nearest the knowledge base has to an answer; empty for an answer.",
+    )
     confidence: float = Field(
         0.0, description="P(the evidence answers the question), by the answer model's gate."
     )

@@ -26,7 +26,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
 from rag_app.synthesis.extractive import citation_of, compose
 from rag_app.synthesis.prompts import SYSTEM_PROMPT, USER_TEMPLATE, format_evidence
-from rag_app.types import REFUSAL
+from rag_app.types import REFUSAL, Citation
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,8 @@ def build_llm(base_url: str, model: str, api_key: str | None, timeout: float = 6
 
 
 def refusal(decision: AnswerDecision, nodes: Sequence[NodeWithScore]) -> Response:
-    """The refusal with its reason and the closest sources (best unit's node first)."""
+    """The refusal with its reason, the closest sources (best unit's node first) and the best
+    unit itself (``closest``, cited in them: the nearest the evidence has to an answer)."""
     order: list[int] = []
     for scored in decision.units:
         if scored.unit.source not in order:
@@ -78,8 +79,18 @@ def refusal(decision: AnswerDecision, nodes: Sequence[NodeWithScore]) -> Respons
         "explanation": decision.explanation,
         "decision": decision,
         "mode": "gate",
+        "closest": closest_units(decision, order),
     }
     return Response(REFUSAL, source_nodes=closest, metadata=meta)
+
+
+def closest_units(decision: AnswerDecision, order: Sequence[int]) -> list[Citation]:
+    """The decision's best unit, cited by its node's place in ``order`` (the node numbers as
+    the sources are listed); none without units."""
+    if not decision.units:
+        return []
+    best = citation_of(decision.units[0])
+    return [best.model_copy(update={"source": list(order).index(best.source) + 1})]
 
 
 class CitationSynthesizer(BaseSynthesizer):
@@ -157,5 +168,6 @@ class CitationSynthesizer(BaseSynthesizer):
         if refused:
             meta["reason"] = "llm_refused"
             meta["explanation"] = "模型认为资料不足以回答。"
+            meta["closest"] = closest_units(decision, range(1, len(nodes) + 1))
             return Response(REFUSAL, source_nodes=list(nodes), metadata=meta)
         return Response(cleaned, source_nodes=list(nodes), metadata=meta)

@@ -1,5 +1,6 @@
 /* Asking: the question (optionally limited to the chosen documents), the answer with its [n]
- * citation markers, a refusal's reason and its 最接近的资料, timings, and the citation pop-up.
+ * citation markers, a refusal's reason, its closest unit and 最接近的资料, timings, and the citation
+ * pop-up.
  */
 
 import { $, el, append, clear, show, fmtScore, fmtProb, hasBlockType, pathNode } from "./dom.js";
@@ -65,6 +66,17 @@ function renderAnswer(res, scope) {
     show(reason, "未作答 · " + (res.explanation || "原因: " + (res.reason || "unknown")) +
       (sources.length ? " 下面是最接近的资料。" : ""));
   } else show(reason, "");
+
+  // a refusal's closest unit: quoted with its marker, as the nearest the documents have
+  var closestBox = $("answer-closest");
+  clear(closestBox);
+  var closest = res.refused ? res.closest || [] : [];
+  closest.forEach(function (c) {
+    var line = el("div", { class: "closest-line" }, "最接近的内容：" + c.text + " ");
+    if (c.source >= 1 && c.source <= sources.length) append(line, markerButton(c.source));
+    closestBox.appendChild(line);
+  });
+  closestBox.hidden = !closest.length;
 
   // a refusal keeps its closest sources: shown as such, not as citations of an answer
   var heading = $("source-heading");

@@ -45,6 +45,20 @@ def test_refusals_say_why_and_return_the_closest_sources(sample_kb) -> None:  # 
         assert not answer.citations
 
 
+def test_a_refusal_shows_the_closest_unit_and_an_answer_none(sample_kb) -> None:  # type: ignore[no-untyped-def]
+    """Under a refusal, the evidence's best unit: the closest the knowledge base has, cited in
+    the closest sources (its node comes first), with its span in that source's text."""
+    for question in UNANSWERABLE:
+        answer = sample_kb.ask(question)
+        assert answer.refused and len(answer.closest) == 1, (question, answer.closest)
+        unit = answer.closest[0]
+        assert unit.source == 1 and unit.text and unit.text not in answer.answer
+        span = answer.sources[0].text[unit.start : unit.end]
+        assert span.startswith("|") if unit.kind == "row" else unit.text in span, (unit, span)
+    answered = sample_kb.ask(next(iter(ANSWERABLE)))
+    assert not answered.refused and answered.closest == []
+
+
 def test_a_how_question_is_refused_off_topic_and_answered_on_topic(sample_kb) -> None:  # type: ignore[no-untyped-def]
     """A question that names no head and no entity ("怎样才能…") is decided by how well the
     evidence supports it: nothing in IT, travel and insurance policies speaks to succulents."""

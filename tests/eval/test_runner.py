@@ -44,6 +44,20 @@ class TestVerdicts:
         )
         assert rec.keyword_hit is False and rec.passed is False
 
+    def test_a_refusal_whose_closest_unit_holds_the_answer_is_told_apart(self):
+        """Still a false refusal (it fails), but one whose closest unit, shown under it, holds
+        the expected answer: what a user can read off a refusal."""
+        kw = dict(question="?", category="c", answers=["80%"], refused=True)
+        near = record(
+            id="a", answer="当前知识库中未找到足够依据。", closest="借款不得超过80%", **kw
+        )
+        far = record(id="b", answer="当前知识库中未找到足够依据。", closest="每周三支付", **kw)
+        answered = record(id="c", question="?", category="c", answers=["80%"], answer="80% [1]")
+        assert (near.passed, near.closest_hit, far.closest_hit) == (False, True, False)
+        assert answered.closest_hit is None
+        s = summarize_run([near, far, answered], k=5)["overall"]
+        assert s["closest_hit_rate"] == pytest.approx(1 / 2)  # of the two false refusals
+
     def test_answer_groups_decide_the_keyword_hit(self):
         rec = record(
             id="x",

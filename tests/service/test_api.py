@@ -299,6 +299,8 @@ class TestQuery:
         assert body["explanation"] and body["citations"] == []
         assert 0 <= body["confidence"] < body["threshold"]  # refused: below the threshold
         assert all(s["filename"] for s in body["sources"])  # the closest sources, named
+        closest = body["closest"]  # the closest unit, in the first of them
+        assert len(closest) == 1 and closest[0]["source"] == 1 and closest[0]["text"]
 
     def test_retrieve_and_validation(self, service: Service) -> None:
         doc_id = _ingested(service)

@@ -285,6 +285,10 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     page.get_by_test_id("ask-button").click()
     expect(page.get_by_test_id("answer-reason")).to_contain_text("未作答")
     expect(page.get_by_test_id("source-heading")).to_have_text("最接近的资料")
+    # the closest unit, quoted under the reason with its marker (not an answer)
+    closest_unit = page.get_by_test_id("answer-closest")
+    expect(closest_unit).to_contain_text("最接近的内容：")
+    expect(closest_unit.get_by_test_id("citation-marker")).to_have_count(1)
     closest = page.get_by_test_id("source-item")
     expect(closest.first).to_contain_text(FILENAME)
     assert closest.count() >= 1
