@@ -271,6 +271,8 @@ class TestLLMMode:
         with self._kb(tmp_path, embed_model, stub_llm) as kb:
             answer = kb.ask("试用期不得超过几个月？")
         assert answer.refused and answer.reason == "llm_refused" and answer.answer == REFUSAL
+        (closest,) = answer.closest  # the unit the answer model ranks best, in its source
+        assert closest.text in answer.sources[closest.source - 1].text
 
 
 def test_sources_carry_the_repeated_prefix_of_their_chunk(kb, tmp_path):
