@@ -15,6 +15,7 @@ from __future__ import annotations
 import pickle
 import random
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -119,18 +120,29 @@ def swap_candidates(value: str) -> list[str]:
     return []
 
 
+def _cached(kind: str, name: str) -> tuple[Path, list[Example] | None]:
+    """The cache file of a kind of probe for a data set, and its probes when it exists."""
+    path = CACHE / f"answer-{kind}-{name}-{feature_version()}.pkl"
+    return path, (pickle.loads(path.read_bytes()) if path.exists() else None)
+
+
+def _swap_inputs(kind: str, name: str) -> tuple[list[Example], dict[str, Any], random.Random]:
+    """What a swap probe is made from: the data set's answerable questions, their cached
+    evidence, and a random generator seeded by the kind and the data set."""
+    base = [e for e in examples(name) if e.kind == "answerable"]
+    evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
+    return base, evidence, random.Random(f"{kind}:{name}")
+
+
 def value_swaps(name: str) -> list[Example]:
     """Answerable questions that state a date their evidence holds, the date swapped for one of
     its form the evidence holds nowhere, asked on the same evidence: a question about another
     period, which should be refused. Trained on only to refit the gate's ``constraint_rival``
     (benchmarks/fit_answer_model.py), reported per domain."""
-    out_path = CACHE / f"answer-valueswap-{name}-{feature_version()}.pkl"
-    if out_path.exists():
-        data: list[Example] = pickle.loads(out_path.read_bytes())
-        return data
-    base = [e for e in examples(name) if e.kind == "answerable"]
-    evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
-    rng = random.Random(f"valueswap:{name}")
+    out_path, cached = _cached("valueswap", name)
+    if cached is not None:
+        return cached
+    base, evidence, rng = _swap_inputs("valueswap", name)
     out: list[Example] = []
     count = {"calibration": 0, "check": 0}
     with feature_locator(name) as locator:
@@ -159,6 +171,63 @@ def value_swaps(name: str) -> list[Example]:
     out_path.write_bytes(pickle.dumps(out))
     print(f"{name}: {len(out)} value-swap probes")
     return out
+
+
+def entity_swaps(name: str) -> list[Example]:
+    """Answerable questions whose named subject (an anonymised name such as 张某某, else the longest
+    named entity: 《…》, a Latin name, a name jieba tags) their evidence holds, swapped for
+    another question's of the same data set that the evidence holds nowhere, asked on the same
+    evidence: the knowledge base has X's record, the question asks about Y ("SAP系统多久备份一次"
+    of a backup table listing the ERP system). Made the same way for any knowledge base."""
+    out_path, cached = _cached("entityswap", name)
+    if cached is not None:
+        return cached
+    base, evidence, rng = _swap_inputs("entityswap", name)
+    out: list[Example] = []
+    count = {"calibration": 0, "check": 0}
+    with feature_locator(name) as locator:
+        analyzer = locator.analyzer
+        subjects: dict[str, str] = {}  # each question's subject
+        for e in base:
+            a = analyzer(e.question)
+            # the most specific: a name, else the longest entity (a project, not its city)
+            subject = (a.names or sorted(a.entities, key=len, reverse=True) or [""])[0]
+            if len(subject) >= 2 and e.question.count(subject) == 1:
+                subjects[e.qid] = subject
+        pool = {kind: sorted({s for s in subjects.values() if _is_name(s) == kind})
+                for kind in (True, False)}  # fmt: skip
+        for e in rng.sample(base, len(base)):
+            if count[e.half] >= PER_HALF or e.qid not in subjects:
+                continue
+            subject = subjects[e.qid]
+            nodes = evidence[e.qid]["nodes"]
+            text = "\n".join(
+                f"{nd.node.metadata.get('title_path', '')}\n{nd.node.get_content()}" for nd in nodes
+            ).lower()
+            if subject.lower() not in text:
+                continue
+            choices = [
+                s for s in pool[_is_name(subject)]
+                if s.lower() not in text and s not in e.question and subject not in s
+                and _script(s) == _script(subject)
+            ]  # fmt: skip
+            if not choices:
+                continue
+            question = e.question.replace(subject, rng.choice(choices))
+            out.append(probe_example(locator, e.dataset, e.half, e.qid + "#eswap", "entityswap",
+                                     question, nodes))  # fmt: skip
+            count[e.half] += 1
+    out_path.write_bytes(pickle.dumps(out))
+    print(f"{name}: {len(out)} entity-swap probes")
+    return out
+
+
+def _is_name(subject: str) -> bool:
+    return "某" in subject
+
+
+def _script(text: str) -> str:
+    return "latin" if re.fullmatch(r"[\x00-\x7f]+", text) else "han"
 
 
 def _excise(nodes: list[Any], units: list[Any], y: np.ndarray) -> list[Any]:
@@ -220,5 +289,6 @@ if __name__ == "__main__":
     for name in sys.argv[1:] or ["cmrc_trial_zh", "dragonball_zh", "laws_zh", "retqa_tables_zh"]:
         probes(name)
         value_swaps(name)
+        entity_swaps(name)
         if name in EXCISED_SETS:
             excised(name)

@@ -163,6 +163,7 @@ class QueryService:
             reason=meta.get("reason") if refused else None,
             explanation=meta.get("explanation") if refused else None,
             absent_values=[] if refused else list(result.decision.absent_values),
+            absent_names=[] if refused else list(result.decision.absent_names),
             sources=[node_to_source(n) for n in result.response.source_nodes],
             citations=[c for c in citations if isinstance(c, Citation)],
             closest=[c for c in meta.get("closest") or [] if isinstance(c, Citation)]

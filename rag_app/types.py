@@ -136,6 +136,11 @@ class Answer(BaseModel):
         description="Values the question states (65岁, 2021年10月) that the evidence lacks: the "
         "answer is the closest the knowledge base has, not the asked one.",
     )
+    absent_names: list[str] = Field(
+        default_factory=list,
+        description="Names the question uses (SAP, 《员工手册》, 张某某) that the evidence never "
+        "mentions: the answer is about what the knowledge base has, not the named one.",
+    )
     sources: list[Source] = Field(
         default_factory=list, description="Cited sources; for a refusal the closest ones."
     )

@@ -18,6 +18,7 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
 from rag_app.analysis.lexicon import Lexicon
+from rag_app.analysis.names import firm_names
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.analysis.specificity import WordSpecificity
 from rag_app.answer.features import (
@@ -79,6 +80,12 @@ class AnswerDecision(BaseModel):
         default_factory=list,
         description="Values the question states (65岁, 2021年10月) that no passage of the "
         "evidence holds: the answer is the closest the evidence has, not the asked one.",
+    )
+    absent_names: list[str] = Field(
+        default_factory=list,
+        description="Names the question uses (SAP, 《员工手册》, 张某某; rag_app.analysis.names) "
+        "that no passage of the evidence mentions: the answer is about what the evidence has, "
+        "not the named one.",
     )
     analysis: QuestionAnalysis | None = None
 
@@ -191,6 +198,7 @@ class AnswerLocator:
         reason = explanation = None
         parts: list[ScoredUnit] = []
         absent: list[str] = []
+        unnamed: list[str] = []
         if refused:
             reason, explanation = self._why(analysis, weights, nodes, scored[0], x[order[0]], best)
         else:
@@ -198,11 +206,13 @@ class AnswerLocator:
                 self._best_for(part, nodes, units)
                 for part in question_parts(question, self.lexicon)
             ]
-            absent = self._absent_values(analysis, self._evidence_text(nodes))
+            evidence = self._evidence_text(nodes)
+            absent = self._absent_values(analysis, evidence)
+            unnamed = [n for n in firm_names(analysis) if not said(self._normalize(n), evidence)]
         return AnswerDecision(
             refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
             threshold=self.threshold, units=scored, parts=parts, analysis=analysis,
-            absent_values=absent,
+            absent_values=absent, absent_names=unnamed,
         )  # fmt: skip
 
     def _read_stage(

@@ -33,6 +33,7 @@ def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
         reason=answer.reason,
         explanation=answer.explanation,
         absent_values=answer.absent_values,
+        absent_names=answer.absent_names,
         mode=answer.mode,
         sources=_sources(state, answer.sources),
         citations=answer.citations,

@@ -144,6 +144,11 @@ class AnswerOut(BaseModel):
         description="Values the question states that the evidence lacks: the answer is the "
         "closest, not the asked one (an extractive answer says so on its second line).",
     )
+    absent_names: list[str] = Field(
+        default_factory=list,
+        description="Names the question uses (SAP, 《员工手册》, 张某某) that the evidence never "
+        "mentions: the answer is the closest, not about the named one (said on its second line).",
+    )
     mode: str
     sources: list[SourceOut] = Field(
         description="Cited sources ([n] is sources[n-1]); for a refusal, the closest ones."

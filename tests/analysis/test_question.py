@@ -81,6 +81,21 @@ def test_terms_leave_out_question_words_and_function_words(analyzer: QuestionAna
     assert not {"请问", "多长", "时间", "多长时间"} & set(a.terms)
 
 
+def test_firm_names_are_quoted_latin_or_anonymised_not_any_tagged_word(
+    analyzer: QuestionAnalyzer,
+) -> None:
+    """The names a question uses whose absence from the evidence is certain to matter: a Latin
+    name or code, a quoted title, an anonymised person. A word jieba merely tags as a name (合伙,
+    明星) is not one of them."""
+    from rag_app.analysis.names import firm_names
+
+    a = analyzer("SAP系统和《员工手册》里，张某某的权限怎么设置？")
+    assert firm_names(a) == ["张某某", "员工手册", "SAP"]
+    b = analyzer("利用明星的肖像剪影做宣传，侵权吗？")
+    assert firm_names(b) == [] and b.entities  # tagged, not firm
+    assert firm_names(analyzer("名为“个体工商户”实为“合伙”，如何认定？")) == ["个体工商户", "合伙"]
+
+
 def test_entities_quoted_titles_and_latin_names(analyzer: QuestionAnalyzer) -> None:
     a = analyzer("《劳动合同法》对试用期有什么规定？")
     assert "劳动合同法" in a.entities

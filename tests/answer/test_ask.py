@@ -235,30 +235,59 @@ RATES = """# 费率表
 """
 
 
-def test_an_answer_names_the_stated_values_its_evidence_lacks(kb, embed_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Asked about an age the table does not reach, the gate may still answer with the closest
-    row; the answer then says that the evidence has no 65. An age the table holds, and a number
-    the evidence writes in Chinese numerals (四倍 for 4倍, 两倍 for 2倍), get no such line."""
+def _asked_with_the_gate_off(kb, embed_model, tmp_path, text: str, questions: list[str]):  # type: ignore[no-untyped-def]
+    """``questions`` asked of ``kb`` with one document of ``text`` ingested, the gate off."""
     from rag_app import KnowledgeBase
 
-    doc = tmp_path / "rates.md"
-    doc.write_text(RATES, encoding="utf-8")
+    doc = tmp_path / "doc.md"
+    doc.write_text(text, encoding="utf-8")
     kb.ingest([doc])
     lenient = KnowledgeBase.open(
         kb.path, embed_model=embed_model, gate_threshold=0.0, read_only=True
     )
     try:
-        far = lenient.ask("65岁男性每年交多少保费？")
-        near = lenient.ask("45岁男性每年交多少保费？")
-        words = lenient.ask("约定的利率是报价利率的4倍，超出部分的利息还受保护吗？")
-        two = lenient.ask("逾期还款的罚息是合同利率的2倍吗？")  # 两倍, not 二倍
+        return [lenient.ask(q) for q in questions]
     finally:
         lenient.close()
+
+
+def test_an_answer_names_the_stated_values_its_evidence_lacks(kb, embed_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Asked about an age the table does not reach, the gate may still answer with the closest
+    row; the answer then says that the evidence has no 65. An age the table holds, and a number
+    the evidence writes in Chinese numerals (四倍 for 4倍, 两倍 for 2倍), get no such line."""
+    far, near, words, two = _asked_with_the_gate_off(
+        kb, embed_model, tmp_path, RATES,
+        ["65岁男性每年交多少保费？", "45岁男性每年交多少保费？",
+         "约定的利率是报价利率的4倍，超出部分的利息还受保护吗？",
+         "逾期还款的罚息是合同利率的2倍吗？"],  # 两倍, not 二倍
+    )  # fmt: skip
     assert not far.refused and "“65岁”" in far.answer.splitlines()[1], far.answer
     assert far.absent_values == ["65岁"] and near.absent_values == []
     assert "1200" in near.answer.splitlines()[0] and "注意" not in near.answer, near.answer
     assert not words.refused and "注意" not in words.answer, words.answer
     assert not two.refused and two.absent_values == [], two.answer
+
+
+BACKUPS = """# 备份规范
+
+| 系统 | 频率 | 保留期限 |
+| --- | --- | --- |
+| ERP系统 | 每日全量 | 90天 |
+| OA系统 | 每周全量 | 30天 |
+"""
+
+
+def test_an_answer_names_the_names_its_evidence_lacks(kb, embed_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Asked about a system the backup table does not list, an answer (here with the gate off)
+    is the closest row, and says that the evidence has no SAP; the listed one gets no such
+    line."""
+    other, listed = _asked_with_the_gate_off(
+        kb, embed_model, tmp_path, BACKUPS, ["SAP系统的备份保留多久？", "ERP系统的备份保留多久？"]
+    )
+    assert not other.refused and other.absent_names == ["SAP"], other.absent_names
+    assert "“SAP”" in other.answer.splitlines()[1] and "最接近" in other.answer, other.answer
+    assert listed.absent_names == [] and "注意" not in listed.answer, listed.answer
+    assert "90天" in listed.answer.splitlines()[0], listed.answer
 
 
 @pytest.mark.parametrize(

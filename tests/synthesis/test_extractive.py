@@ -204,3 +204,7 @@ def test_an_answer_whose_evidence_lacks_a_stated_value_says_so_after_its_first_l
     lines = noted.splitlines()
     assert lines[0] == plain[0] and lines[2:] == plain[1:]
     assert "“65”" in lines[1] and "最接近" in lines[1]
+    both = compose(
+        d.model_copy(update={"absent_values": ["65"], "absent_names": ["SAP"]}), ANALYZER.lexicon
+    )[0].splitlines()
+    assert both[1] == "注意：检索到的资料中没有“65”、“SAP”的内容，这里给出的是最接近的资料。"
