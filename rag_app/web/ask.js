@@ -129,7 +129,11 @@ function markerButton(n) {
 function openCitation(n) {
   var s = lastAnswer && lastAnswer.sources && lastAnswer.sources[n - 1];
   if (!s) return;
-  $("cite-title").textContent = "来源 [" + n + "]";
+  // a refusal cites nothing: its closest unit is what gets highlighted, and the title says so
+  var marked = lastAnswer.refused ? lastAnswer.closest || [] : lastAnswer.citations || [];
+  var cites = marked.filter(function (c) { return c.source === n; });
+  $("cite-title").textContent =
+    "来源 [" + n + "]" + (lastAnswer.refused && cites.length ? " · 高亮为最接近的内容" : "");
   var meta = $("cite-meta");
   clear(meta);
   function row(label, value, testid) {
@@ -141,8 +145,7 @@ function openCitation(n) {
   row("字符区间", s.start_char + "–" + s.end_char);
   row("相关度 score", fmtScore(s.score));
   if (hasBlockType(s.block_types, "table")) row("类型", el("span", { class: "badge table", text: "表格 table" }));
-  // the cited units of this source (sentence, list item, table row) highlighted in its text
-  var cites = (lastAnswer.citations || []).filter(function (c) { return c.source === n; });
+  // the cited (or closest) units of this source (sentence, list item, table row) highlighted
   var citeText = $("cite-text");
   clear(citeText);
   append(citeText, chunkTextNode(s, cites)); // repeated header / lead-in dimmed, as in the viewer

@@ -295,7 +295,9 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     shot("refusal", doc="refusal")
     closest.first.get_by_test_id("citation-marker").click()
     expect(popup).to_be_visible()
-    expect(cite_text.get_by_test_id("cited-text")).to_have_count(0)  # nothing was cited
+    # nothing was cited: the closest unit is what is highlighted, and the title says so
+    expect(page.locator("#cite-title")).to_contain_text("最接近的内容")
+    expect(cite_text.get_by_test_id("cited-text")).to_have_count(1)
     page.keyboard.press("Escape")
     expect(popup).to_be_hidden()
 
