@@ -86,8 +86,10 @@ def refusal(decision: AnswerDecision, nodes: Sequence[NodeWithScore]) -> Respons
 
 def closest_units(decision: AnswerDecision, order: Sequence[int]) -> list[Citation]:
     """The decision's best unit, cited by its node's place in ``order`` (the node numbers as
-    the sources are listed); none without units."""
-    if not decision.units:
+    the sources are listed); none without units, nor when the question names something no
+    passage mentions (``entity_missing``: no unit can be about it, "Docker 镜像的名称" quoted
+    an error-code row)."""
+    if not decision.units or decision.reason == "entity_missing":
         return []
     best = citation_of(decision.units[0])
     return [best.model_copy(update={"source": list(order).index(best.source) + 1})]

@@ -299,7 +299,13 @@ class TestQuery:
         assert body["explanation"] and body["citations"] == []
         assert 0 <= body["confidence"] < body["threshold"]  # refused: below the threshold
         assert all(s["filename"] for s in body["sources"])  # the closest sources, named
-        closest = body["closest"]  # the closest unit, in the first of them
+        # no passage mentions Docker: no unit is quoted as the closest
+        assert body["reason"] == "entity_missing" and body["closest"] == []
+        other = service.client.post(
+            "/api/ask", json={"question": "年会在哪里举办？"}, headers=service.editor
+        ).json()
+        closest = other["closest"]  # refused otherwise: the closest unit, in the first source
+        assert other["refused"] and other["reason"] != "entity_missing", other
         assert len(closest) == 1 and closest[0]["source"] == 1 and closest[0]["text"]
 
     def test_retrieve_and_validation(self, service: Service) -> None:
