@@ -134,6 +134,14 @@ def _swap_inputs(kind: str, name: str) -> tuple[list[Example], dict[str, Any], r
     return base, evidence, random.Random(f"{kind}:{name}")
 
 
+def _titled_text(nodes: list[Any]) -> str:
+    """The evidence's passages under their heading paths, lower-cased: what a swap must be
+    absent from."""
+    return "\n".join(
+        f"{nd.node.metadata.get('title_path', '')}\n{nd.node.get_content()}" for nd in nodes
+    ).lower()
+
+
 def value_swaps(name: str) -> list[Example]:
     """Answerable questions that state a date their evidence holds, the date swapped for one of
     its form the evidence holds nowhere, asked on the same evidence: a question about another
@@ -151,9 +159,7 @@ def value_swaps(name: str) -> list[Example]:
             if count[e.half] >= PER_HALF:
                 continue
             nodes = evidence[e.qid]["nodes"]
-            text = lexicon.normalize("\n".join(
-                f"{nd.node.metadata.get('title_path', '')}\n{nd.node.get_content()}" for nd in nodes
-            ).lower())  # fmt: skip
+            text = lexicon.normalize(_titled_text(nodes))
             held = [
                 v for v in stated_values(locator.analyzer(e.question))
                 if swap_candidates(v) and e.question.count(v) == 1
@@ -201,9 +207,7 @@ def entity_swaps(name: str) -> list[Example]:
                 continue
             subject = subjects[e.qid]
             nodes = evidence[e.qid]["nodes"]
-            text = "\n".join(
-                f"{nd.node.metadata.get('title_path', '')}\n{nd.node.get_content()}" for nd in nodes
-            ).lower()
+            text = _titled_text(nodes)
             if subject.lower() not in text:
                 continue
             choices = [
