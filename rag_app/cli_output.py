@@ -35,14 +35,16 @@ def fmt_score(name: str, score: float) -> str:
     return f"{name} {score:.{digits}f}"
 
 
-def confidence_line(confidence: float, threshold: float) -> str:
+def confidence_line(confidence: float, threshold: float, reviewed: bool = False) -> str:
     """The answer model's probability beside the gate's threshold, so a user sees how near a
-    refusal an answer was ("confidence 0.36 · gate threshold 0.049": refused below it)."""
+    refusal an answer was ("confidence 0.36 · gate threshold 0.049": refused below it);
+    ``reviewed``: below it, and the LLM read the evidence (RAG_LLM_REVIEW)."""
     if threshold <= 0:
         return f"confidence {confidence:.3g} (answer model) · the gate is off"
+    review = " · below it, read by the LLM (RAG_LLM_REVIEW)" if reviewed else ""
     return (
         f"confidence {confidence:.3g} (answer model) · gate threshold {threshold:.3g} "
-        "(RAG_GATE; rag eval --calibrate fits yours)"
+        f"(RAG_GATE; rag eval --calibrate fits yours){review}"
     )
 
 

@@ -163,6 +163,14 @@ class Settings(BaseSettings):
     llm_model: str = Field("qwen2.5-7b-instruct", description="Model name sent to the endpoint.")
     llm_api_key: SecretStr | None = Field(None, description="API key for the endpoint, if needed.")
     llm_timeout: float = Field(60.0, gt=0)
+    llm_review: str = Field(
+        "off",
+        description="LLM mode: which of the gate's refusals the LLM reads before they stand: "
+        "those whose confidence reaches a preset's threshold (lenient, balanced, strict) or a "
+        "probability (0.02); off: none. The LLM answers (Answer.reviewed) or refuses, and then "
+        "the gate's reason stands. Never a question naming something no passage mentions "
+        "(entity_missing). Ignored without RAG_LLM_BASE_URL.",
+    )
 
     upload_max_mb: float = Field(20.0, gt=0, description="Service: largest upload (413 above).")
     workers: int = Field(
@@ -199,6 +207,23 @@ class Settings(BaseSettings):
         if isinstance(value, str) and value.strip().lower() in ("false", "0", "no"):
             return "off"
         return value
+
+    @field_validator("llm_review", mode="before")
+    @classmethod
+    def _llm_review(cls, value: object) -> object:
+        """A preset name, off, or a probability in [0, 1]."""
+        text = str(value).strip().lower()
+        if text in ("off", "strict", "balanced", "lenient"):
+            return text
+        try:
+            floor = float(text)
+        except ValueError:
+            raise ValueError(
+                f"RAG_LLM_REVIEW={value!r}: use off, lenient, balanced, strict or a probability"
+            ) from None
+        if not 0.0 <= floor <= 1.0:
+            raise ValueError(f"RAG_LLM_REVIEW={value!r}: a probability is between 0 and 1")
+        return text
 
     @model_validator(mode="after")
     def _check_overlap(self) -> Settings:

@@ -148,6 +148,16 @@ class AnswerEngine(BaseQueryEngine):
         return self._query(query_bundle)
 
 
+def review_floor(settings: Settings, model: AnswerModel) -> float | None:
+    """The confidence from which an LLM reads a gate refusal (``llm_review``); None: never
+    (off, or no LLM)."""
+    if not settings.llm_base_url or settings.llm_review == "off":
+        return None
+    if settings.llm_review in model.thresholds:
+        return model.threshold(settings.llm_review)
+    return float(settings.llm_review)
+
+
 def build_answer_engine(
     settings: Settings,
     ledger: RetrievalLedger,
@@ -185,6 +195,8 @@ def build_answer_engine(
             ledger, mode=settings.neighbors, context_budget=settings.context_budget
         ),
         gate=EvidenceGate(locator),
-        synthesizer=CitationSynthesizer(locator=locator, llm=llm),
+        synthesizer=CitationSynthesizer(
+            locator=locator, llm=llm, review_floor=review_floor(settings, model)
+        ),
         rerank_candidates=settings.rerank_candidates,
     )

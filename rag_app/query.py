@@ -172,5 +172,6 @@ class QueryService:
             confidence=result.decision.best,
             threshold=result.decision.threshold,
             mode=str(meta.get("mode", "extractive")),
+            reviewed=bool(meta.get("reviewed")),
             timings={k: round(v, 2) for k, v in result.timings.items()},
         )

@@ -159,4 +159,10 @@ class Answer(BaseModel):
         "below it (0: the gate is off).",
     )
     mode: str = "extractive"
+    reviewed: bool = Field(
+        False,
+        description="The gate would have refused (confidence below the threshold) and the LLM "
+        "read the evidence (RAG_LLM_REVIEW): an answer is the LLM's; a refusal keeps the "
+        "gate's reason.",
+    )
     timings: dict[str, float] = Field(default_factory=dict)

@@ -207,3 +207,13 @@ def test_docs_table_shows_short_ids_that_rag_chunks_accepts(kb_dir, tmp_path):
     assert doc_id[:8] in table and doc_id not in table
     chunks = json.loads(run("chunks", doc_id[:8], "--kb", str(kb_dir), "--json").stdout)
     assert chunks and chunks[0]["doc_id"] == doc_id
+
+
+def test_confidence_line_says_when_the_llm_read_a_refusal():
+    from rag_app.cli_output import confidence_line
+
+    plain = confidence_line(0.04, 0.072)
+    reviewed = confidence_line(0.04, 0.072, reviewed=True)
+    assert "gate threshold 0.072" in plain and "LLM" not in plain
+    assert reviewed.startswith(plain) and "read by the LLM (RAG_LLM_REVIEW)" in reviewed
+    assert confidence_line(0.5, 0.0) == "confidence 0.5 (answer model) · the gate is off"

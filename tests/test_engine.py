@@ -237,7 +237,7 @@ def stub_llm() -> Iterator[str]:
 
 
 class TestLLMMode:
-    def _kb(self, tmp_path: Path, embed_model: Any, url: str) -> KnowledgeBase:
+    def _kb(self, tmp_path: Path, embed_model: Any, url: str, **settings: Any) -> KnowledgeBase:
         path = tmp_path / "statute.md"
         path.write_text(statute(), encoding="utf-8")
         kb = KnowledgeBase.open(
@@ -246,6 +246,7 @@ class TestLLMMode:
             llm_base_url=url,
             llm_model="stub-model",
             llm_api_key="sk-test",
+            **settings,
         )
         kb.ingest([path])
         return kb
@@ -273,6 +274,83 @@ class TestLLMMode:
         assert answer.refused and answer.reason == "llm_refused" and answer.answer == REFUSAL
         (closest,) = answer.closest  # the unit the answer model ranks best, in its source
         assert closest.text in answer.sources[closest.source - 1].text
+
+
+class TestLLMReview:
+    """RAG_LLM_REVIEW: the LLM reads the gate's refusals from a floor up. A threshold of 0.99
+    makes the gate refuse "试用期不得超过几个月？" (confidence about 0.95, weak_evidence)."""
+
+    def _ask(self, tmp_path, embed_model, url, question, **settings):  # type: ignore[no-untyped-def]
+        kb = TestLLMMode()._kb(tmp_path, embed_model, url, gate_threshold=0.99, **settings)
+        with kb:
+            return kb.ask(question)
+
+    def test_the_llm_answers_a_refusal_above_the_floor(self, tmp_path, embed_model, stub_llm):
+        _StubOpenAI.reply = "试用期不得超过六个月[1]。"
+        answer = self._ask(
+            tmp_path, embed_model, stub_llm, "试用期不得超过几个月？", llm_review="0.5"
+        )
+        assert not answer.refused and answer.reviewed and answer.mode == "llm"
+        assert answer.answer == "试用期不得超过六个月[1]。" and answer.sources
+        assert answer.confidence < answer.threshold == 0.99  # what the gate alone said
+        (request,) = _StubOpenAI.requests
+        assert "试用期" in request["body"]["messages"][-1]["content"]
+
+    def test_an_llm_refusal_keeps_the_gate_reason(self, tmp_path, embed_model, stub_llm):
+        _StubOpenAI.reply = REFUSAL
+        answer = self._ask(
+            tmp_path, embed_model, stub_llm, "试用期不得超过几个月？", llm_review="0"
+        )
+        assert answer.refused and answer.reviewed and answer.answer == REFUSAL
+        assert answer.reason == "weak_evidence" and "0.99" in (answer.explanation or "")
+        assert answer.closest and len(_StubOpenAI.requests) == 1
+
+    def test_an_llm_answer_citing_nothing_does_not_overrule(self, tmp_path, embed_model, stub_llm):
+        _StubOpenAI.reply = "试用期一般是六个月。"
+        answer = self._ask(
+            tmp_path, embed_model, stub_llm, "试用期不得超过几个月？", llm_review="0"
+        )
+        assert answer.refused and answer.reviewed and answer.reason == "weak_evidence"
+
+    @pytest.mark.parametrize(
+        ("question", "review"),
+        [
+            ("试用期不得超过几个月？", "off"),  # the default
+            ("试用期不得超过几个月？", "0.97"),  # its confidence is below the floor
+            ("《员工手册》规定试用期多长？", "0"),  # entity_missing: no passage to read
+        ],
+    )
+    def test_refusals_it_does_not_read(self, tmp_path, embed_model, stub_llm, question, review):
+        answer = self._ask(tmp_path, embed_model, stub_llm, question, llm_review=review)
+        assert answer.refused and not answer.reviewed and answer.mode == "gate"
+        assert _StubOpenAI.requests == []
+
+    def test_answers_above_the_threshold_are_not_marked(self, tmp_path, embed_model, stub_llm):
+        _StubOpenAI.reply = "试用期不得超过六个月[1]。"
+        kb = TestLLMMode()._kb(tmp_path, embed_model, stub_llm, llm_review="lenient")
+        with kb:
+            answer = kb.ask("试用期不得超过几个月？")
+        assert not answer.refused and not answer.reviewed and answer.mode == "llm"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("off", "off"), ("Lenient", "lenient"), (" strict ", "strict"), ("0.02", "0.02"), (0, "0")],
+)
+def test_llm_review_setting(value, expected):
+    from rag_app.config import Settings
+
+    assert Settings(llm_review=value).llm_review == expected
+
+
+@pytest.mark.parametrize("value", ["sometimes", "1.5", "-0.1"])
+def test_llm_review_setting_rejects(value):
+    from pydantic import ValidationError
+
+    from rag_app.config import Settings
+
+    with pytest.raises(ValidationError, match="RAG_LLM_REVIEW"):
+        Settings(llm_review=value)
 
 
 def test_sources_carry_the_repeated_prefix_of_their_chunk(kb, tmp_path):

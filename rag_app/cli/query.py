@@ -112,6 +112,6 @@ def ask(
             out.print(f"[dim]{src.text}[/dim]\n")
     if show_context and not cited:
         out.print("[dim](--show-context: the answer cites no source)[/dim]")
-    out.print(f"[dim]{confidence_line(answer.confidence, answer.threshold)}[/dim]")
+    out.print(f"[dim]{confidence_line(answer.confidence, answer.threshold, answer.reviewed)}[/dim]")
     timing = ", ".join(f"{k} {v:.0f}" for k, v in answer.timings.items())
     out.print(f"[dim]{answer.mode}; {timing}[/dim]")

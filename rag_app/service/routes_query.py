@@ -35,6 +35,7 @@ def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
         absent_values=answer.absent_values,
         absent_names=answer.absent_names,
         mode=answer.mode,
+        reviewed=answer.reviewed,
         sources=_sources(state, answer.sources),
         citations=answer.citations,
         closest=answer.closest,

@@ -150,6 +150,11 @@ class AnswerOut(BaseModel):
         "mentions: the answer is the closest, not about the named one (said on its second line).",
     )
     mode: str
+    reviewed: bool = Field(
+        False,
+        description="Below the gate's threshold, read by the LLM (RAG_LLM_REVIEW): an answer is "
+        "the LLM's, a refusal keeps the gate's reason.",
+    )
     sources: list[SourceOut] = Field(
         description="Cited sources ([n] is sources[n-1]); for a refusal, the closest ones."
     )

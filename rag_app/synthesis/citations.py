@@ -98,10 +98,27 @@ def closest_units(decision: AnswerDecision, order: Sequence[int]) -> list[Citati
 class CitationSynthesizer(BaseSynthesizer):
     """Builds an answer with ``[n]`` markers from evidence nodes (n = position, 1-based)."""
 
-    def __init__(self, *, locator: AnswerLocator, llm: LLM | None = None) -> None:
+    def __init__(
+        self, *, locator: AnswerLocator, llm: LLM | None = None, review_floor: float | None = None
+    ) -> None:
+        """``review_floor``: with an LLM, the gate's refusals whose confidence reaches it are
+        read by the LLM, which answers or lets the refusal stand (None: never)."""
         super().__init__(llm=llm or MockLLM())
         self._locator = locator
         self.use_llm = llm is not None
+        self.review_floor = review_floor if llm is not None else None
+
+    def reviews(self, decision: AnswerDecision) -> bool:
+        """Whether the LLM reads this refusal: its confidence reaches the floor, and some
+        passage mentions what the question names (an ``entity_missing`` refusal has no
+        evidence on its subject for the LLM to read)."""
+        return (
+            self.review_floor is not None
+            and decision.refused
+            and decision.reason != "entity_missing"
+            and bool(decision.units)
+            and decision.best >= self.review_floor
+        )
 
     def _get_prompts(self) -> PromptDictType:
         return {}
@@ -127,6 +144,8 @@ class CitationSynthesizer(BaseSynthesizer):
         question = query.query_str if isinstance(query, QueryBundle) else query
         if decision is None:
             decision = self._locator.locate(question, nodes)
+        if nodes and self.reviews(decision):
+            return self._llm_answer(question, nodes, decision, reviewed=True)
         if decision.refused or not nodes:
             return refusal(decision, nodes)
         if self.use_llm:
@@ -138,8 +157,15 @@ class CitationSynthesizer(BaseSynthesizer):
         return Response(text, source_nodes=list(nodes), metadata=meta)
 
     def _llm_answer(
-        self, question: str, nodes: list[NodeWithScore], decision: AnswerDecision
+        self,
+        question: str,
+        nodes: list[NodeWithScore],
+        decision: AnswerDecision,
+        *,
+        reviewed: bool = False,
     ) -> Response:
+        """The LLM's answer from the numbered evidence; ``reviewed``: the gate refused (the
+        LLM reads it, :meth:`reviews`), so a refusal by the LLM is the gate's refusal."""
         top = decision.units[:KEY_UNITS]  # and each question's own of a compound question
         top += [p for p in decision.parts if all(p.unit.text != s.unit.text for s in top)]
         lead = "\n".join(f"[{s.unit.source}] {s.unit.text}" for s in top)
@@ -163,9 +189,13 @@ class CitationSynthesizer(BaseSynthesizer):
         cleaned, kept = clean_markers(text, len(nodes))
         refused = not cleaned or REFUSAL.rstrip("。") in cleaned
         citations = [citation_of(s) for s in top if s.unit.source in kept]
+        if reviewed and (refused or not kept):  # an answer citing nothing does not overrule it
+            response = refusal(decision, nodes)
+            response.metadata = {**(response.metadata or {}), "reviewed": True}
+            return response
         meta: dict[str, Any] = {
             "refused": refused, "mode": "llm", "markers": kept, "citations": citations,
-            "decision": decision,
+            "decision": decision, "reviewed": reviewed,
         }  # fmt: skip
         if refused:
             meta["reason"] = "llm_refused"

@@ -108,7 +108,8 @@ function renderAnswer(res, scope) {
   if (typeof res.confidence === "number") {
     parts.unshift(
       "confidence " + fmtProb(res.confidence) +
-        (res.threshold > 0 ? " (gate threshold " + fmtProb(res.threshold) + ")" : " (gate off)")
+        (res.threshold > 0 ? " (gate threshold " + fmtProb(res.threshold) + ")" : " (gate off)") +
+        (res.reviewed ? " · below it, read by the LLM" : "")
     );
   }
   $("timings").textContent = parts.join(" · ");

@@ -298,6 +298,7 @@ class TestQuery:
         )
         assert body["explanation"] and body["citations"] == []
         assert 0 <= body["confidence"] < body["threshold"]  # refused: below the threshold
+        assert body["reviewed"] is False  # no LLM read it (RAG_LLM_REVIEW, LLM mode only)
         assert all(s["filename"] for s in body["sources"])  # the closest sources, named
         # no passage mentions Docker: no unit is quoted as the closest
         assert body["reason"] == "entity_missing" and body["closest"] == []
