@@ -296,6 +296,24 @@ class TestLLMReview:
         (request,) = _StubOpenAI.requests
         assert "试用期" in request["body"]["messages"][-1]["content"]
 
+    def test_rag_eval_records_it(self, tmp_path, embed_model, stub_llm):
+        from rag_app.eval.dataset import QAItem
+        from rag_app.eval.runner import evaluate_question
+
+        _StubOpenAI.reply = "试用期不得超过六个月[1]。"
+        item = QAItem(id="q1", question="试用期不得超过几个月？", answers=["六个月"])
+        kb = TestLLMMode()._kb(tmp_path, embed_model, stub_llm, gate_threshold=0.99)
+        with kb:
+            plain = evaluate_question(kb, item)
+        (tmp_path / "b").mkdir()
+        kb = TestLLMMode()._kb(
+            tmp_path / "b", embed_model, stub_llm, gate_threshold=0.99, llm_review="0"
+        )
+        with kb:
+            read = evaluate_question(kb, item)
+        assert plain.refused and not plain.reviewed and not plain.passed
+        assert not read.refused and read.reviewed and read.mode == "llm" and read.passed
+
     def test_an_llm_refusal_keeps_the_gate_reason(self, tmp_path, embed_model, stub_llm):
         _StubOpenAI.reply = REFUSAL
         answer = self._ask(

@@ -108,6 +108,9 @@ class QuestionRecord(BaseModel):
         "the gate threshold (rag_app/eval/calibration.py).",
     )
     mode: str = ""
+    reviewed: bool = Field(
+        False, description="Below the gate's threshold and read by the LLM (RAG_LLM_REVIEW)."
+    )
     sources: list[ChunkRecord] = Field(default_factory=list)
     retrieve_ms: float = 0.0
     ask_ms: float | None = None
@@ -226,7 +229,7 @@ def evaluate_question(
             rec.ask_ms = round((time.perf_counter() - t0) * 1000, 2)
             rec.answer, rec.refused, rec.reason = answer.answer, answer.refused, answer.reason
             rec.confidence = answer.confidence
-            rec.mode = answer.mode
+            rec.mode, rec.reviewed = answer.mode, answer.reviewed
             rec.sources = [_chunk(s, item) for s in answer.sources]
             rec.closest = "\n".join(c.text for c in answer.closest)
     except Exception as exc:  # one broken question must not end the run
