@@ -73,8 +73,11 @@ def ask(
 
     Without RAG_LLM_BASE_URL the answer is extractive (sentences and table rows picked from
     the evidence); with it, an OpenAI-compatible model writes the answer, and markers it
-    invents are removed. Sources always come from the retrieval backend. Their scores are the
-    reranker's ("rerank"; "fused" with RAG_RERANK=none).
+    invents are removed; with RAG_LLM_REVIEW=lenient it also reads the refusals whose
+    confidence reaches the lenient threshold, and answers them or lets them stand. Sources
+    always come from the retrieval backend. Their scores are the reranker's ("rerank";
+    "fused" with RAG_RERANK=none). The refusal threshold is RAG_GATE (strict, balanced,
+    lenient, off).
     """
     with open_kb(kb, read_only=True) as base:
         try:
