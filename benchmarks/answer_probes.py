@@ -15,6 +15,7 @@ from __future__ import annotations
 import pickle
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,23 +143,56 @@ def _titled_text(nodes: list[Any]) -> str:
     ).lower()
 
 
+# a swap of one question: the text it replaces and what may replace it, or None
+Swap = tuple[str, list[str]] | None
+
+
+def _swap_probes(
+    kind: str,
+    name: str,
+    suffix: str,
+    label: str,
+    swapper: Callable[[AnswerLocator, list[Example]], Callable[[Example, Any], Swap]],
+) -> list[Example]:
+    """Probes of ``kind`` for a data set (cached): its answerable questions in a seeded random
+    order, up to PER_HALF a half, each with what ``swapper(locator, questions)`` — a function
+    of a question and its evidence nodes giving a :data:`Swap` — finds to swap replaced by one
+    of its choices at random, asked on the same evidence."""
+    out_path, cached = _cached(kind, name)
+    if cached is not None:
+        return cached
+    base, evidence, rng = _swap_inputs(kind, name)
+    out: list[Example] = []
+    count = {"calibration": 0, "check": 0}
+    with feature_locator(name) as locator:
+        swap = swapper(locator, base)
+        for e in rng.sample(base, len(base)):
+            if count[e.half] >= PER_HALF:
+                continue
+            nodes = evidence[e.qid]["nodes"]
+            found = swap(e, nodes)
+            if found is None:
+                continue
+            old, choices = found
+            question = e.question.replace(old, rng.choice(choices))
+            out.append(probe_example(locator, e.dataset, e.half, f"{e.qid}#{suffix}", kind,
+                                     question, nodes))  # fmt: skip
+            count[e.half] += 1
+    out_path.write_bytes(pickle.dumps(out))
+    print(f"{name}: {len(out)} {label} probes")
+    return out
+
+
 def value_swaps(name: str) -> list[Example]:
     """Answerable questions that state a date their evidence holds, the date swapped for one of
     its form the evidence holds nowhere, asked on the same evidence: a question about another
     period, which should be refused. Trained on only to refit the gate's ``constraint_rival``
     (benchmarks/fit_answer_model.py), reported per domain."""
-    out_path, cached = _cached("valueswap", name)
-    if cached is not None:
-        return cached
-    base, evidence, rng = _swap_inputs("valueswap", name)
-    out: list[Example] = []
-    count = {"calibration": 0, "check": 0}
-    with feature_locator(name) as locator:
+
+    def swapper(locator: AnswerLocator, base: list[Example]) -> Callable[[Example, Any], Swap]:
         lexicon = locator.analyzer.lexicon
-        for e in rng.sample(base, len(base)):
-            if count[e.half] >= PER_HALF:
-                continue
-            nodes = evidence[e.qid]["nodes"]
+
+        def swap(e: Example, nodes: Any) -> Swap:
             text = lexicon.normalize(_titled_text(nodes))
             held = [
                 v for v in stated_values(locator.analyzer(e.question))
@@ -166,17 +200,13 @@ def value_swaps(name: str) -> list[Example]:
                 and any_value_in([lexicon.normalize(v)], text) == 1.0
             ]  # fmt: skip
             if not held:
-                continue
+                return None
             choices = [c for c in swap_candidates(held[0]) if any_value_in([c], text) == 0.0]
-            if not choices:
-                continue
-            question = e.question.replace(held[0], rng.choice(choices))
-            out.append(probe_example(locator, e.dataset, e.half, e.qid + "#vswap", "valueswap",
-                                     question, nodes))  # fmt: skip
-            count[e.half] += 1
-    out_path.write_bytes(pickle.dumps(out))
-    print(f"{name}: {len(out)} value-swap probes")
-    return out
+            return (held[0], choices) if choices else None
+
+        return swap
+
+    return _swap_probes("valueswap", name, "vswap", "value-swap", swapper)
 
 
 def entity_swaps(name: str) -> list[Example]:
@@ -185,45 +215,35 @@ def entity_swaps(name: str) -> list[Example]:
     another question's of the same data set that the evidence holds nowhere, asked on the same
     evidence: the knowledge base has X's record, the question asks about Y ("SAP系统多久备份一次"
     of a backup table listing the ERP system). Made the same way for any knowledge base."""
-    out_path, cached = _cached("entityswap", name)
-    if cached is not None:
-        return cached
-    base, evidence, rng = _swap_inputs("entityswap", name)
-    out: list[Example] = []
-    count = {"calibration": 0, "check": 0}
-    with feature_locator(name) as locator:
-        analyzer = locator.analyzer
+
+    def swapper(locator: AnswerLocator, base: list[Example]) -> Callable[[Example, Any], Swap]:
         subjects: dict[str, str] = {}  # each question's subject
         for e in base:
-            a = analyzer(e.question)
+            a = locator.analyzer(e.question)
             # the most specific: a name, else the longest entity (a project, not its city)
             subject = (a.names or sorted(a.entities, key=len, reverse=True) or [""])[0]
             if len(subject) >= 2 and e.question.count(subject) == 1:
                 subjects[e.qid] = subject
         pool = {kind: sorted({s for s in subjects.values() if _is_name(s) == kind})
                 for kind in (True, False)}  # fmt: skip
-        for e in rng.sample(base, len(base)):
-            if count[e.half] >= PER_HALF or e.qid not in subjects:
-                continue
-            subject = subjects[e.qid]
-            nodes = evidence[e.qid]["nodes"]
+
+        def swap(e: Example, nodes: Any) -> Swap:
+            subject = subjects.get(e.qid)
+            if subject is None:
+                return None
             text = _titled_text(nodes)
             if subject.lower() not in text:
-                continue
+                return None
             choices = [
                 s for s in pool[_is_name(subject)]
                 if s.lower() not in text and s not in e.question and subject not in s
                 and _script(s) == _script(subject)
             ]  # fmt: skip
-            if not choices:
-                continue
-            question = e.question.replace(subject, rng.choice(choices))
-            out.append(probe_example(locator, e.dataset, e.half, e.qid + "#eswap", "entityswap",
-                                     question, nodes))  # fmt: skip
-            count[e.half] += 1
-    out_path.write_bytes(pickle.dumps(out))
-    print(f"{name}: {len(out)} entity-swap probes")
-    return out
+            return (subject, choices) if choices else None
+
+        return swap
+
+    return _swap_probes("entityswap", name, "eswap", "entity-swap", swapper)
 
 
 def _is_name(subject: str) -> bool:
