@@ -64,9 +64,12 @@ def build_llm(base_url: str, model: str, api_key: str | None, timeout: float = 6
     )
 
 
-def refusal(decision: AnswerDecision, nodes: Sequence[NodeWithScore]) -> Response:
+def refusal(
+    decision: AnswerDecision, nodes: Sequence[NodeWithScore], *, reviewed: bool = False
+) -> Response:
     """The refusal with its reason, the closest sources (best unit's node first) and the best
-    unit itself (``closest``, cited in them: the nearest the evidence has to an answer)."""
+    unit itself (``closest``, cited in them: the nearest the evidence has to an answer);
+    ``reviewed``: the LLM read it first (``RAG_LLM_REVIEW``) and let it stand."""
     order: list[int] = []
     for scored in decision.units:
         if scored.unit.source not in order:
@@ -80,6 +83,7 @@ def refusal(decision: AnswerDecision, nodes: Sequence[NodeWithScore]) -> Respons
         "decision": decision,
         "mode": "gate",
         "closest": closest_units(decision, order),
+        "reviewed": reviewed,
     }
     return Response(REFUSAL, source_nodes=closest, metadata=meta)
 
@@ -190,9 +194,7 @@ class CitationSynthesizer(BaseSynthesizer):
         refused = not cleaned or REFUSAL.rstrip("。") in cleaned
         citations = [citation_of(s) for s in top if s.unit.source in kept]
         if reviewed and (refused or not kept):  # an answer citing nothing does not overrule it
-            response = refusal(decision, nodes)
-            response.metadata = {**(response.metadata or {}), "reviewed": True}
-            return response
+            return refusal(decision, nodes, reviewed=True)
         meta: dict[str, Any] = {
             "refused": refused, "mode": "llm", "markers": kept, "citations": citations,
             "decision": decision, "reviewed": reviewed,
