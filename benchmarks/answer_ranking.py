@@ -13,7 +13,7 @@ figures read the ranking alone, per kind of question to refuse:
   the domain's *own* answerable questions, an operating point no preset can choose (it reads
   the labels of the domain measured), so two models are compared at the same false refusals.
 
-The difference and amount nouns (docs/answering-log.md) were such a case: retqa's false refusals
+The difference and amount nouns (docs/research/answering-log.md) were such a case: retqa's false refusals
 2.0 -> 3.8 % and cmrc's near misses refused 76.5 -> 78.0 % at the preset, every AUC within 0.005.
 """
 

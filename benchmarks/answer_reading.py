@@ -38,7 +38,7 @@ SCRIPT = ReadingStage.model_fields["script"].default  # the fitted stage's: whic
 # token_recall) how much of the question the units hold token by token. Leave-one-domain-out,
 # token recall in place of the cosine refused fewer of cmrc's near misses (76.7 -> 70.2 %) and
 # raised laws' false refusals (4.9 -> 5.9 %), though its univariate AUC against near misses was
-# higher (docs/answering-log.md); not the default.
+# higher (docs/research/answering-log.md); not the default.
 MEASURE = os.environ.get("READ_MEASURE", "cosine")
 
 

@@ -2,8 +2,8 @@
 
 Ingestion ran in worker threads of the API process: a file that killed its worker (the kernel's
 OOM killer, a crash in a native library) took the API down for every tenant (issue 16). Parsing
-is bounded in a child process already (pipelines/isolation.py); embedding and writing still ran
-in the API process. Now ``rag serve`` starts ``RAG_WORKERS`` ``rag worker`` processes and
+is bounded in a child process already (rag_app/ingestion/isolation.py); embedding and writing
+still ran in the API process. Now ``rag serve`` starts ``RAG_WORKERS`` ``rag worker`` processes and
 restarts any that exits; the API process only enqueues, answers and deletes. A job whose worker
 died is requeued after ``RAG_JOB_LEASE_SECONDS`` and FAILED after ``RAG_JOB_MAX_ATTEMPTS``.
 
