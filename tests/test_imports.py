@@ -1,9 +1,17 @@
-"""No import cycle inside rag_app: every `import rag_app…` anywhere in a module (top level,
-inside a function, under TYPE_CHECKING) counts, so a cycle can't hide behind a local import."""
+"""The shape of rag_app's imports and its environment use, checked on the source with ``ast``
+(so that docstrings and comments don't count):
+
+* no import cycle: every `import rag_app…` anywhere in a module (top level, inside a function,
+  under TYPE_CHECKING) counts, so a cycle can't hide behind a local import;
+* no module imports ``benchmarks``;
+* only rag_app/config.py (Settings) and rag_app/faults.py (RAG_FAULT) read ``RAG_`` variables;
+* no statement run at import writes the environment.
+"""
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,3 +72,185 @@ def test_the_checker_finds_a_cycle(tmp_path: Path) -> None:
 def test_rag_app_has_no_import_cycle() -> None:
     cycle = find_cycle(import_graph(ROOT / "rag_app"))
     assert cycle is None, " -> ".join(cycle or [])
+
+
+# ----- settings and state: no benchmarks imports, environment read only by config -------------
+ENV_READERS = {"rag_app/config.py", "rag_app/faults.py"}  # RAG_ variables; faults: RAG_FAULT
+ENV_WRITE_METHODS = {"setdefault", "update", "pop", "popitem", "clear", "__setitem__"}
+
+
+@functools.cache
+def rag_modules() -> dict[str, ast.Module]:
+    """Each module of rag_app (its path from the repository root) and its syntax tree."""
+    return {
+        path.relative_to(ROOT).as_posix(): ast.parse(path.read_text(encoding="utf-8"))
+        for path in sorted((ROOT / "rag_app").rglob("*.py"))
+    }
+
+
+def _call_name(func: ast.expr) -> str:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _is_environ(node: ast.expr) -> bool:
+    """``os.environ`` or a bare ``environ`` (``from os import environ``)."""
+    return _call_name(node) == "environ"
+
+
+def imports_benchmarks(tree: ast.Module) -> bool:
+    """Whether the module imports ``benchmarks`` anywhere (also inside functions), by an import
+    statement or ``importlib.import_module`` / ``__import__`` with a literal name."""
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Call) and _call_name(node.func) in (
+            "import_module",
+            "__import__",
+        ):
+            names = [a.value for a in node.args[:1] if isinstance(a, ast.Constant)]
+        if any(str(n).split(".")[0] == "benchmarks" for n in names):
+            return True
+    return False
+
+
+def _string_constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = "text"`` assignments (a variable name used as an environment key)."""
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            for target in node.targets:
+                if isinstance(target, ast.Name) and isinstance(node.value.value, str):
+                    found[target.id] = node.value.value
+    return found
+
+
+def _key_text(node: ast.expr, constants: dict[str, str]) -> str:
+    """The text (or leading text) of an environment key: a literal, a module constant, an
+    f-string's or a concatenation's first part; '' when unknown."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return constants.get(node.id, "")
+    if isinstance(node, ast.JoinedStr) and node.values:
+        return _key_text(node.values[0], constants)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _key_text(node.left, constants)
+    return ""
+
+
+def env_keys_read(tree: ast.Module) -> set[str]:
+    """The keys the module reads from the environment: ``os.environ[k]``, ``os.environ.get(k)``
+    (and the other dict methods taking a key), ``os.getenv(k)``, ``k in os.environ``."""
+    constants = _string_constants(tree)
+    keys: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _is_environ(node.value):
+            keys.append(node.slice)
+        elif isinstance(node, ast.Call) and node.args:
+            func = node.func
+            if _call_name(func) == "getenv" or (
+                isinstance(func, ast.Attribute) and _is_environ(func.value)
+            ):
+                keys.append(node.args[0])
+        elif isinstance(node, ast.Compare) and any(_is_environ(c) for c in node.comparators):
+            keys.append(node.left)
+    return {_key_text(key, constants) for key in keys}
+
+
+def defines_settings(tree: ast.Module) -> bool:
+    """Whether the module defines a pydantic-settings class (which reads the environment)."""
+    return any(
+        isinstance(node, ast.ClassDef) and any(_call_name(b) == "BaseSettings" for b in node.bases)
+        for node in ast.walk(tree)
+    )
+
+
+def _import_time_nodes(body: list[ast.stmt]) -> list[ast.AST]:
+    """Every node that runs when the module is imported: module and class bodies, including
+    their ``if``/``for``/``with``/``try`` blocks, and functions' decorators and defaults, but not
+    function bodies or lambdas."""
+    found: list[ast.AST] = []
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            pending.extend([*node.decorator_list, *node.args.defaults])  # run at definition
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        found.append(node)
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _writes_environ(node: ast.AST) -> bool:
+    """Assigning or deleting an ``os.environ`` item, calling one of its writing methods, or
+    ``os.putenv`` / ``os.unsetenv``."""
+    if isinstance(node, ast.Subscript):
+        return _is_environ(node.value) and isinstance(node.ctx, ast.Store | ast.Del)
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and _is_environ(func.value):
+        return func.attr in ENV_WRITE_METHODS
+    return _call_name(func) in ("putenv", "unsetenv")
+
+
+def writes_environ_at_import(tree: ast.Module) -> bool:
+    """Whether a statement run at import writes the environment."""
+    return any(_writes_environ(node) for node in _import_time_nodes(list(tree.body)))
+
+
+def test_the_checkers_find_what_they_look_for() -> None:
+    sample = ast.parse(
+        '"""Set RAG_X or os.environ["RAG_Y"] (a docstring: not code)."""\n'
+        "import os\n"
+        "from os import environ\n"
+        'KEY = "RAG_KB_DIR"\n'
+        "# os.getenv('RAG_COMMENT')\n"
+        "def f():\n"
+        '    os.environ["HF_HUB_OFFLINE"] = "1"  # a write in a function: at call time\n'
+        "    import benchmarks.tools\n"
+        '    return os.getenv("RAG_A"), environ.get(KEY), os.environ[f"RAG_{1}"], "RAG_B" in environ\n'
+    )
+    assert env_keys_read(sample) == {"HF_HUB_OFFLINE", "RAG_A", "RAG_KB_DIR", "RAG_", "RAG_B"}
+    assert imports_benchmarks(sample)
+    assert not writes_environ_at_import(sample)
+    for line in (
+        'os.environ["A"] = "1"',
+        'os.environ.setdefault("A", "1")',
+        'for k in ("A",):\n    os.environ.pop(k, None)',
+        'class C:\n    os.putenv("A", "1")',
+        'if True:\n    del os.environ["A"]',
+    ):
+        assert writes_environ_at_import(ast.parse("import os\n" + line)), line
+    assert not imports_benchmarks(ast.parse("from rag_app import benchmarks_shared\n"))
+    assert defines_settings(ast.parse("class S(pydantic_settings.BaseSettings):\n    x: int\n"))
+
+
+def test_rag_app_imports_no_benchmarks() -> None:
+    offenders = [name for name, tree in rag_modules().items() if imports_benchmarks(tree)]
+    assert offenders == [], offenders
+
+
+def test_only_config_reads_rag_environment_variables() -> None:
+    """Settings (rag_app/config.py) reads the RAG_ variables; faults.py reads RAG_FAULT."""
+    reads = {name: env_keys_read(tree) for name, tree in rag_modules().items()}
+    offenders = {
+        name: sorted(key for key in keys if key.startswith("RAG_"))
+        for name, keys in reads.items()
+        if name not in ENV_READERS and any(key.startswith("RAG_") for key in keys)
+    }
+    assert offenders == {}
+    settings = [name for name, tree in rag_modules().items() if defines_settings(tree)]
+    assert settings == ["rag_app/config.py"]
+
+
+def test_no_module_writes_the_environment_at_import() -> None:
+    offenders = [name for name, tree in rag_modules().items() if writes_environ_at_import(tree)]
+    assert offenders == [], offenders

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from rag_app.cli.common import reflow_help, setup_logging
+from rag_app.cli.common import reflow_help, set_process_env_defaults, setup_logging
 from rag_app.cli.documents import chunks, delete, docs, doctor, ingest, migrate
 from rag_app.cli.evaluate import eval_cmd
 from rag_app.cli.query import ask, retrieve
@@ -33,6 +33,7 @@ app = typer.Typer(
 def main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress details.")] = False,
 ) -> None:
+    set_process_env_defaults()
     setup_logging(verbose)
 
 

@@ -27,13 +27,14 @@ if TYPE_CHECKING:
     from rag_app.kb import KnowledgeBase
     from rag_app.store.ledger import Ledger
 
-for _var, _value in (
-    ("HF_HUB_OFFLINE", "1"),
-    ("ANONYMIZED_TELEMETRY", "False"),
-    ("RAGAS_DO_NOT_TRACK", "true"),
-    ("TOKENIZERS_PARALLELISM", "false"),
-):
-    os.environ.setdefault(_var, _value)
+# Set by `rag` for its process unless already set: no model hub at run time, no Chroma or ragas
+# telemetry, no tokenizers fork warning.
+PROCESS_ENV_DEFAULTS: dict[str, str] = {
+    "HF_HUB_OFFLINE": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "RAGAS_DO_NOT_TRACK": "true",
+    "TOKENIZERS_PARALLELISM": "false",
+}
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False)
@@ -74,6 +75,13 @@ def reflow_help(app: typer.Typer) -> None:
     for group in app.registered_groups:
         if group.typer_instance is not None:
             reflow_help(group.typer_instance)
+
+
+def set_process_env_defaults() -> None:
+    """Set each variable of :data:`PROCESS_ENV_DEFAULTS` that the environment doesn't set. The
+    ``rag`` callback calls it before a command runs (the libraries read them when imported)."""
+    for name, value in PROCESS_ENV_DEFAULTS.items():
+        os.environ.setdefault(name, value)
 
 
 def setup_logging(verbose: bool = False) -> None:

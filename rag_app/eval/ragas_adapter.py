@@ -42,10 +42,6 @@ from pydantic import BaseModel, Field
 from rag_app.eval.metrics import squash
 from rag_app.eval.runner import EvalRun, QuestionRecord
 
-# ragas is imported lazily (in the functions below), always after this line.
-os.environ["RAGAS_DO_NOT_TRACK"] = "true"
-
-
 if TYPE_CHECKING:
     from ragas import EvaluationDataset, SingleTurnSample
 
@@ -65,6 +61,12 @@ LLM_METRICS = ("faithfulness", "llm_context_precision", "llm_context_recall")
 CONTEXT_MATCH_THRESHOLD = 0.8
 
 T = TypeVar("T")
+
+
+def disable_ragas_tracking() -> None:
+    """Set ``RAGAS_DO_NOT_TRACK=true``, also over an explicit opt-in. ragas reads it once and
+    caches it, so each function here that imports ragas calls this first."""
+    os.environ["RAGAS_DO_NOT_TRACK"] = "true"
 
 
 # ----- dataset ------------------------------------------------------------------------------------
@@ -94,6 +96,7 @@ def doc_ids(rec: QuestionRecord) -> list[str]:
 
 def to_samples(run: EvalRun) -> list[SingleTurnSample]:
     """One ``SingleTurnSample`` per answerable question of the run."""
+    disable_ragas_tracking()
     from ragas import SingleTurnSample
 
     samples = []
@@ -115,6 +118,7 @@ def to_samples(run: EvalRun) -> list[SingleTurnSample]:
 
 
 def to_evaluation_dataset(run: EvalRun) -> EvaluationDataset:
+    disable_ragas_tracking()
     from ragas import EvaluationDataset
 
     return EvaluationDataset(samples=list(to_samples(run)))
@@ -137,6 +141,7 @@ def _legacy(metric: Any) -> Callable[[SingleTurnSample], Awaitable[float]]:
 
 @functools.cache
 def _partial_similarity_class() -> type:
+    disable_ragas_tracking()
     from ragas.metrics.base import MetricType, SingleTurnMetric
 
     @dataclass
@@ -176,6 +181,7 @@ def partial_similarity() -> Any:
 
 def offline_metrics() -> list[_Metric]:
     """The model-free ragas metrics (see the module docstring)."""
+    disable_ragas_tracking()
     with warnings.catch_warnings():  # ragas marks these names deprecated but has no successors
         warnings.simplefilter("ignore", DeprecationWarning)
         from ragas.metrics import (
@@ -212,6 +218,7 @@ def build_ragas_llm(settings: Settings) -> Any:
     """
     if not settings.llm_base_url:
         raise ValueError("no LLM endpoint configured: set RAG_LLM_BASE_URL (OpenAI-compatible)")
+    disable_ragas_tracking()
     import openai
     from ragas.llms import llm_factory
 
@@ -224,6 +231,7 @@ def build_ragas_llm(settings: Settings) -> Any:
 
 def llm_metrics(llm: Any) -> list[_Metric]:
     """Faithfulness and LLM context precision/recall (ragas ``metrics.collections``)."""
+    disable_ragas_tracking()
     from ragas.metrics.collections import (
         ContextPrecisionWithReference,
         ContextRecall,

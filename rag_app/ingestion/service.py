@@ -11,7 +11,6 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,10 +62,6 @@ class _Staged:
 # the whole of an upsert, and its cost is mostly per call (50 files of 33 vectors: 1.9 s of CPU;
 # the same 1,637 vectors in one call: 0.9 s), time the model threads of the next files wait.
 WRITE_GROUP_VECTORS = 512
-
-
-# the prefetcher of the ``ingest`` running in this thread (``ingest_one`` never uses one)
-_PREFETCH: ContextVar[Prefetcher | None] = ContextVar("rag_ingest_prefetch", default=None)
 
 
 class IngestionService:
@@ -128,7 +123,6 @@ class IngestionService:
         total: int,
     ) -> None:
         prefetch = Prefetcher(self, files, tenant) if len(files) > 1 else None
-        token = _PREFETCH.set(prefetch)
         finished = False
         # results in the files' order; a file's result is final once its write group is written
         results: list[FileResult | None] = [None] * len(files)
@@ -151,7 +145,7 @@ class IngestionService:
             for index, item in enumerate(files):
                 if prefetch is not None:
                     prefetch.advance(index)
-                staged = self._stage_file(item, tenant)
+                staged = self._stage_file(item, tenant, prefetch=prefetch)
                 if isinstance(staged, FileResult):
                     record(index, staged)
                     continue
@@ -164,7 +158,6 @@ class IngestionService:
                 prefetch.close(wait=True)
             finished = True
         finally:
-            _PREFETCH.reset(token)
             if prefetch is not None and not finished:
                 prefetch.close(wait=False)  # don't wait for files nobody will write
         report.files.extend(r for r in results if r is not None)
@@ -195,10 +188,19 @@ class IngestionService:
         return self._write_staged([staged])[0]
 
     def _stage_file(
-        self, item: InputFile, tenant: str, *, doc_id: str | None = None, force: bool = False
+        self,
+        item: InputFile,
+        tenant: str,
+        *,
+        doc_id: str | None = None,
+        force: bool = False,
+        prefetch: Prefetcher | None = None,
     ) -> FileResult | _Staged:
         """Read, parse, chunk and embed a file as the document's next version: a final result
-        (unsupported, unchanged, failed) or the staged version for ``_write_staged``."""
+        (unsupported, unchanged, failed) or the staged version for ``_write_staged``.
+
+        ``prefetch``: ``ingest``'s prefetcher, whose prepared file is used when it still matches
+        (``ingest_one`` passes none)."""
         t0 = time.perf_counter()
         doc_id = doc_id or make_doc_id(tenant, item.rel_path)
         source = str(item.path.resolve())
@@ -250,7 +252,6 @@ class IngestionService:
                 result.chunks = existing.chunk_count
                 return result
             # read, parsed, chunked and embedded ahead by ``ingest``'s prefetcher, if it was
-            prefetch = _PREFETCH.get()
             prepared = (
                 prefetch.take(item, doc_id, content_hash)
                 if prefetch is not None and prefetch.tenant == tenant and not force

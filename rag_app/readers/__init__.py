@@ -4,7 +4,8 @@ Dispatch is on the lower-cased file extension (see :data:`SUPPORTED_EXTENSIONS`)
 failure is a :class:`ReaderError` whose message is one line meant for the user.
 
 The size limit: ``max_bytes`` if given (a value <= 0 disables the limit), else
-``RAG_MAX_FILE_MB`` from the environment (default 50 MB).
+:data:`DEFAULT_MAX_FILE_MB`. The readers read no settings themselves: ingestion passes
+``Settings.max_file_bytes`` (``RAG_MAX_FILE_MB``).
 """
 
 from __future__ import annotations
@@ -44,9 +45,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".pptx": "pptx",
 }
 
-DEFAULT_MAX_FILE_MB = 50.0
+DEFAULT_MAX_FILE_MB = 50.0  # the default of Settings.max_file_mb
 _MB = 1024 * 1024
-_ENV_MAX_MB = "RAG_MAX_FILE_MB"
 
 
 def _read_markdown(data: bytes, ext: str, name: str) -> ParsedFile:
@@ -130,20 +130,11 @@ def _unsupported(ext: str) -> ReaderError:
     return ReaderError(f"unsupported file type '{ext}' (supported: {supported})")
 
 
-def _default_limit() -> int | None:
-    raw = os.environ.get(_ENV_MAX_MB, "").strip()
-    megabytes = DEFAULT_MAX_FILE_MB
-    if raw:
-        try:
-            megabytes = float(raw)
-        except ValueError:
-            log.warning("ignoring %s=%r (not a number); using %s", _ENV_MAX_MB, raw, megabytes)
-    return int(megabytes * _MB) if megabytes > 0 else None
-
-
 def _resolve_limit(max_bytes: int | None) -> int | None:
+    """The size limit in bytes: ``max_bytes``, :data:`DEFAULT_MAX_FILE_MB` when it is None, no
+    limit (None) when it is <= 0."""
     if max_bytes is None:
-        return _default_limit()
+        return int(DEFAULT_MAX_FILE_MB * _MB)
     return max_bytes if max_bytes > 0 else None
 
 
@@ -164,7 +155,7 @@ def _human_limit(limit: int) -> str:
 def _check_size(size: int, limit: int | None) -> None:
     if limit is not None and size > limit:
         raise ReaderError(
-            f"file too large: {_human_size(size)} > limit {_human_limit(limit)} (set {_ENV_MAX_MB})"
+            f"file too large: {_human_size(size)} > limit {_human_limit(limit)} (set RAG_MAX_FILE_MB)"
         )
 
 
@@ -178,7 +169,8 @@ def read_bytes(
 ) -> ParsedFile:
     """Parse ``data`` as the format implied by ``filename``'s extension.
 
-    ``ocr``: OCR the PDF pages that have no text layer (scans). ``max_unpacked_bytes``: what a
+    ``max_bytes``: the size limit (None: :data:`DEFAULT_MAX_FILE_MB`; <= 0: no limit). ``ocr``:
+    OCR the PDF pages that have no text layer (scans). ``max_unpacked_bytes``: what a
     .docx/.xlsx/.pptx may unpack to, judged from its zip directory before it is opened (default
     ``DEFAULT_UNPACKED_MAX_MB``; <= 0: no limit).
 
@@ -214,7 +206,8 @@ def read_bytes(
 
 
 def read_file(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> ParsedFile:
-    """Read and parse the file at ``path``; its size is checked with ``os.stat`` first."""
+    """Read and parse the file at ``path``; its size is checked with ``os.stat`` first, against
+    ``max_bytes`` as in :func:`read_bytes`."""
     file_path = Path(path)
     try:
         info = os.stat(file_path)

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rag_app.config import Settings
 from rag_app.readers import (
+    DEFAULT_MAX_FILE_MB,
     SUPPORTED_EXTENSIONS,
     ParsedFile,
     ReaderError,
@@ -90,15 +92,26 @@ def test_size_limit_small_max_bytes(tmp_path: Path) -> None:
     assert read_file(path, max_bytes=0).text == "x" * 100  # <= 0 disables the limit
 
 
-def test_size_limit_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_size_limit_from_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """RAG_MAX_FILE_MB reaches the readers through Settings (the caller passes the limit)."""
     path = write(tmp_path, "big.md", b"# t\n" + b"y" * 2000)
     monkeypatch.setenv("RAG_MAX_FILE_MB", "0.001")  # 1048 bytes
     with pytest.raises(
         ReaderError, match=r"file too large: 2\.0 KB > limit 1\.0 KB \(set RAG_MAX_FILE_MB\)"
     ):
-        read_file(path)
+        read_file(path, max_bytes=Settings().max_file_bytes)
     monkeypatch.setenv("RAG_MAX_FILE_MB", "1")
+    assert read_file(path, max_bytes=Settings().max_file_bytes).title == "t"
+
+
+def test_readers_read_no_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``max_bytes`` the limit is DEFAULT_MAX_FILE_MB (Settings' default), whatever the
+    environment says."""
+    path = write(tmp_path, "big.md", b"# t\n" + b"y" * 2000)
+    monkeypatch.setenv("RAG_MAX_FILE_MB", "0.001")
     assert read_file(path).title == "t"
+    assert read_bytes(path.read_bytes(), "big.md").title == "t"
+    assert Settings.model_fields["max_file_mb"].default == DEFAULT_MAX_FILE_MB
 
 
 def test_size_message_in_megabytes() -> None:
