@@ -75,6 +75,7 @@ FEATURES: tuple[str, ...] = (
     "row_header_only",
 )
 TITLED: frozenset[str] = frozenset(f for f in FEATURES if f.endswith("_titled"))
+_FEATURE_SET = frozenset(FEATURES)
 
 _BIGRAM_CHARS = re.compile(r"[\u4e00-\u9fff0-9a-z]")
 DIGITS = re.compile(r"\d+(?:\.\d+)?")  # a number as written (2021, 0.5)
@@ -110,18 +111,22 @@ def term_credit(term: str, text: str) -> float:
 INHERIT = 1.0  # credit of a term only the headings say (0.5 measured: cmrc 77.8 vs 83.3 %)
 
 
-def weighted_coverage(weights: dict[str, float], text: str, title: str = "") -> float:
-    """IDF-weighted fuzzy coverage of the terms in ``text``. With ``title`` (the heading path),
-    the text is read under it: a term the text says counts fully, one only its headings say
-    counts :data:`INHERIT`."""
+def weighted_coverage(
+    weights: dict[str, float],
+    text: str,
+    title: str = "",
+    credit: Callable[[str, str], float] = term_credit,
+) -> float:
+    """IDF-weighted coverage of the terms in ``text``, each term's ``credit`` (by default
+    :func:`term_credit`, fuzzy; the reranker's is whole-token matching). With ``title`` (the
+    heading path), the text is read under it: a term the text says counts fully, one only its
+    headings say counts :data:`INHERIT`."""
     total = sum(weights.values())
     if total <= 0:
         return 0.0
     if not title:
-        return sum(w * term_credit(t, text) for t, w in weights.items()) / total
-    got = sum(
-        w * max(term_credit(t, text), INHERIT * term_credit(t, title)) for t, w in weights.items()
-    )
+        return sum(w * credit(t, text) for t, w in weights.items()) / total
+    got = sum(w * max(credit(t, text), INHERIT * credit(t, title)) for t, w in weights.items())
     return got / total
 
 
@@ -225,6 +230,15 @@ def rival_value(
     return _rival_in(values, _value_forms(values, normalize), text)
 
 
+def row_vector(row: dict[str, float]) -> list[float]:
+    """A unit's named features as the model's columns, in :data:`FEATURES` order; a feature
+    computed but not declared, or declared but not computed, is an error (no silent shift)."""
+    if row.keys() != _FEATURE_SET:
+        extra, missing = row.keys() - _FEATURE_SET, _FEATURE_SET - row.keys()
+        raise KeyError(f"unit features differ from FEATURES: extra {extra}, missing {missing}")
+    return [row[f] for f in FEATURES]
+
+
 class FeatureExtractor:
     """Computes the feature matrix of the units of one question's evidence.
 
@@ -318,52 +332,54 @@ class FeatureExtractor:
             # are its text, so its coverage is cov_unit's)
             cells = _norm(lex, " ".join(u.cells) if u.cells else u.text)
             own = cov_unit if cells == text else weighted_coverage(w, cells)
-            rows.append(
-                [
-                    cov_unit,
-                    cov_ctx,
-                    cov_head,
-                    len(q_bigrams & bigrams(text)) / len(q_bigrams) if q_bigrams else 0.0,
-                    bg_ctx,
-                    miss_ctx,
-                    miss_all,
-                    head_unit,
-                    head_ctx,
-                    weighted_coverage(pw, text) if pw else 1.0,
-                    phrase_ctx,
-                    weighted_coverage(fw, text) if fw else 1.0,
-                    focus_ctx,
-                    _share(entities, text),
-                    ent_ctx,
-                    1.0 if entities else 0.0,
-                    _numbers_in(analysis.constraints, text),
-                    con_ctx,
-                    1.0 if analysis.expects_value else 0.0,
-                    1.0 if has_value else 0.0,
-                    1.0 if analysis.expects_value and not has_value else 0.0,
-                    min(1.0 if has_value else 0.0, head_unit),
-                    0.0,
-                    0.0,
-                    1.0 / u.source,
-                    1.0 if u.index == 0 else 0.0,
-                    column,
-                    weighted_coverage(w, text, title),
-                    inherited_bigrams(q_bigrams, text, title),
-                    weighted_coverage({head: 1.0}, text, title) if head else 1.0,
-                    weighted_coverage(pw, text, title) if pw else 1.0,
-                    weighted_coverage(fw, text, title) if fw else 1.0,
-                    weighted_coverage(ew, text, title) if ew else 1.0,
-                    1.0 if bound is not None and bound.search(text) else 0.0,
-                    constraint_any,
-                    float(_rival_in(stated, forms, text) is not None),
-                    own,
-                    1.0
-                    if u.kind == "row"
-                    and weighted_coverage(words, cells) == 0.0
-                    and not (analysis.constraints and _numbers_in(analysis.constraints, cells))
-                    else 0.0,
-                ]
-            )
+            has = 1.0 if has_value else 0.0
+            row = {
+                "cov_unit": cov_unit,
+                "cov_ctx": cov_ctx,
+                "cov_heading": cov_head,
+                "bigram_unit": len(q_bigrams & bigrams(text)) / len(q_bigrams)
+                if q_bigrams
+                else 0.0,
+                "bigram_ctx": bg_ctx,
+                "miss_ctx": miss_ctx,
+                "miss_all": miss_all,
+                "head_unit": head_unit,
+                "head_ctx": head_ctx,
+                "phrase_unit": weighted_coverage(pw, text) if pw else 1.0,
+                "phrase_ctx": phrase_ctx,
+                "focus_unit": weighted_coverage(fw, text) if fw else 1.0,
+                "focus_ctx": focus_ctx,
+                "entity_unit": _share(entities, text),
+                "entity_ctx": ent_ctx,
+                "has_entity": 1.0 if entities else 0.0,
+                "constraint_unit": _numbers_in(analysis.constraints, text),
+                "constraint_ctx": con_ctx,
+                "expects_value": 1.0 if analysis.expects_value else 0.0,
+                "value_unit": has,
+                "value_gap": 1.0 if analysis.expects_value and not has_value else 0.0,
+                "value_with_head": min(has, head_unit),
+                "dense": 0.0,  # filled by _dense when the model weighs it
+                "dense_gap": 0.0,
+                "rank": 1.0 / u.source,
+                "first_in_node": 1.0 if u.index == 0 else 0.0,
+                "column": column,
+                "cov_titled": weighted_coverage(w, text, title),
+                "bigram_titled": inherited_bigrams(q_bigrams, text, title),
+                "head_titled": weighted_coverage({head: 1.0}, text, title) if head else 1.0,
+                "phrase_titled": weighted_coverage(pw, text, title) if pw else 1.0,
+                "focus_titled": weighted_coverage(fw, text, title) if fw else 1.0,
+                "entity_titled": weighted_coverage(ew, text, title) if ew else 1.0,
+                "head_bound": 1.0 if bound is not None and bound.search(text) else 0.0,
+                "constraint_any": constraint_any,
+                "constraint_rival": float(_rival_in(stated, forms, text) is not None),
+                "cov_own": own,
+                "row_header_only": 1.0
+                if u.kind == "row"
+                and weighted_coverage(words, cells) == 0.0
+                and not (analysis.constraints and _numbers_in(analysis.constraints, cells))
+                else 0.0,
+            }
+            rows.append(row_vector(row))
         x = np.asarray(rows, dtype=np.float64).reshape(len(units), len(FEATURES))
         if self.embed is not None and len(units):
             self._dense(analysis, units, x)

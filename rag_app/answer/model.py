@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rag_app.analysis.english import HAN
 from rag_app.answer.features import FEATURES
+from rag_app.answer.odds import logit
 from rag_app.answer.question_features import QUESTION_FEATURES
 
 DEFAULT_MODEL = Path(__file__).with_name("answer_model.json")
@@ -205,8 +206,7 @@ def in_script(question: str, script: str) -> bool:
 
 
 def _logit(p: float) -> float:
-    p = min(max(p, 1e-9), 1 - 1e-9)
-    return float(np.log(p / (1 - p)))
+    return logit(p, 1e-9)
 
 
 class AnswerModel(BaseModel):

@@ -8,7 +8,6 @@ asked detail has every entity and no head).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 
@@ -16,6 +15,7 @@ import numpy as np
 
 from rag_app.analysis.question import QuestionAnalysis
 from rag_app.answer.features import DIGITS, FEATURES
+from rag_app.answer.odds import logit
 from rag_app.retrieval.tokenizer import canonical_forms
 
 QUESTION_FEATURES: tuple[str, ...] = (
@@ -103,8 +103,7 @@ def in_range(text: str, lo: float, hi: float) -> bool:
 
 
 def _logit(p: float) -> float:
-    p = min(max(p, 1e-4), 1 - 1e-4)
-    return math.log(p / (1 - p))
+    return logit(p, 1e-4)
 
 
 def specific_missing(

@@ -18,6 +18,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
+from rag_app.answer.features import weighted_coverage
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.tokenizer import label_tokens, query_tokens
 
@@ -42,11 +43,11 @@ def term_in(token: str, body: str) -> bool:
 
 def coverage(text: str, weights: dict[str, float]) -> float:
     """IDF-weighted share of the query tokens that occur in ``text`` (see :func:`term_in`)."""
-    total = sum(weights.values())
-    if total <= 0:
-        return 0.0
-    body = text.lower()
-    return sum(w for t, w in weights.items() if term_in(t, body)) / total
+    return weighted_coverage(weights, text.lower(), credit=_whole)
+
+
+def _whole(term: str, body: str) -> float:
+    return 1.0 if term_in(term, body) else 0.0
 
 
 def best_line_coverage(text: str, weights: dict[str, float]) -> float:
