@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q --upgrade pip
 	# torch first: the pinned CPU build is on local disk; anything else pulls gigabytes of CUDA.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e ".[eval,dev,e5]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[eval,dev,e5,train]"
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -21,6 +21,7 @@ from typing import Any
 from common import CACHE, dev_half, kb_for, load_questions, require_shared
 
 from rag_app.kb import KnowledgeBase
+from rag_app.retrieval.scope import Request
 
 DATASETS = ("cmrc_trial_zh", "dragonball_zh", "laws_zh", "retqa_tables_zh")
 # at most this many near misses per data set and half (dragonball also has its own unanswerables)
@@ -28,7 +29,7 @@ NEAR_MISS_PER_HALF = {"dragonball_zh": 250}
 
 
 def evidence(kb: KnowledgeBase, question: str, doc_ids: list[str] | None) -> list[Any]:
-    return kb.engine.evidence(question, top_k=5, doc_ids=doc_ids)
+    return kb.engine.evidence(Request.of(question, top_k=5, doc_ids=doc_ids))
 
 
 def collect(name: str, limit: int | None) -> None:

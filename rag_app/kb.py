@@ -27,6 +27,7 @@ from rag_app.ingestion.row_entries import row_keywords
 from rag_app.ingestion.service import IngestionService, ProgressCallback
 from rag_app.query import QueryService, node_to_source
 from rag_app.retrieval.hybrid import HybridRetriever
+from rag_app.retrieval.scope import Request
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.tokenizer import TOKENS_VERSION, tokenize
 from rag_app.store import doctor
@@ -249,7 +250,7 @@ class KnowledgeBase:
         doc_ids: Sequence[str] | None = None,
         **overrides: Any,
     ) -> list[NodeWithScore]:
-        return self.query.retrieve_nodes(question, top_k, tenant, doc_ids, **overrides)
+        return self.query.retrieve_nodes(Request.of(question, tenant, top_k, doc_ids), **overrides)
 
     def retrieve(
         self,
@@ -260,7 +261,7 @@ class KnowledgeBase:
         **overrides: Any,
     ) -> list[Source]:
         """Hybrid retrieval (dense + BM25, fused) within a tenant; only active chunks."""
-        return self.query.retrieve(question, top_k, tenant, doc_ids, **overrides)
+        return self.query.retrieve(Request.of(question, tenant, top_k, doc_ids), **overrides)
 
     @property
     def engine(self) -> AnswerEngine:
@@ -276,7 +277,7 @@ class KnowledgeBase:
     ) -> Answer:
         """Answer with backend citations, or refuse (with the reason and the closest sources)
         when no unit of the evidence answers the question."""
-        return self.query.ask(question, tenant, top_k, doc_ids)
+        return self.query.ask(Request.of(question, tenant, top_k, doc_ids))
 
     # ----- maintenance (store/doctor.py) ------------------------------------------------------
     def doctor(

@@ -12,14 +12,14 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore
 
 from rag_app.config import Settings
-from rag_app.engine import AnswerEngine, build_answer_engine
+from rag_app.engine import AnswerEngine, AnswerResult, build_answer_engine
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.prf import feedback_params
-from rag_app.retrieval.scope import Scope
+from rag_app.retrieval.scope import Request, Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.store.protocols import RetrievalLedger
 from rag_app.store.vectors import VectorStore
-from rag_app.types import REFUSAL, Answer, Citation, Source
+from rag_app.types import REFUSAL, Answer, Source
 
 
 def node_to_source(node: NodeWithScore) -> Source:
@@ -98,31 +98,14 @@ class QueryService:
             **params,
         )
 
-    def retrieve_nodes(
-        self,
-        question: str,
-        top_k: int = 5,
-        tenant: str = "default",
-        doc_ids: Sequence[str] | None = None,
-        **overrides: Any,
-    ) -> list[NodeWithScore]:
-        if not question or not question.strip():
-            raise ValueError("question is empty")
-        if top_k <= 0:
-            raise ValueError("top_k must be positive")
-        return self.retriever(tenant, top_k, doc_ids, **overrides).retrieve(question.strip())
+    def retrieve_nodes(self, request: Request, **overrides: Any) -> list[NodeWithScore]:
+        scope = request.scope
+        retriever = self.retriever(scope.tenant, request.top_k, scope.doc_ids, **overrides)
+        return retriever.retrieve(request.question)
 
-    def retrieve(
-        self,
-        question: str,
-        top_k: int = 5,
-        tenant: str = "default",
-        doc_ids: Sequence[str] | None = None,
-        **overrides: Any,
-    ) -> list[Source]:
+    def retrieve(self, request: Request, **overrides: Any) -> list[Source]:
         """Hybrid retrieval (dense + BM25, fused) within a tenant; only active chunks."""
-        nodes = self.retrieve_nodes(question, top_k, tenant, doc_ids, **overrides)
-        return [node_to_source(n) for n in nodes]
+        return [node_to_source(n) for n in self.retrieve_nodes(request, **overrides)]
 
     @property
     def engine(self) -> AnswerEngine:
@@ -139,39 +122,33 @@ class QueryService:
                     )
         return self._engine
 
-    def ask(
-        self,
-        question: str,
-        tenant: str = "default",
-        top_k: int = 5,
-        doc_ids: Sequence[str] | None = None,
-    ) -> Answer:
+    def ask(self, request: Request) -> Answer:
         """Answer with backend citations, or refuse (with the reason and the closest sources)
         when no unit of the evidence answers the question."""
-        if not question or not question.strip():
-            raise ValueError("question is empty")
-        if top_k <= 0:
-            raise ValueError("top_k must be positive")
-        result = self.engine.answer(question, tenant=tenant, top_k=top_k, doc_ids=doc_ids)
-        meta = result.response.metadata or {}
-        refused = bool(meta.get("refused"))
-        citations = meta.get("citations") or []
-        return Answer(
-            question=question,
-            answer=str(result.response.response or REFUSAL),
-            refused=refused,
-            reason=meta.get("reason") if refused else None,
-            explanation=meta.get("explanation") if refused else None,
-            absent_values=[] if refused else list(result.decision.absent_values),
-            absent_names=[] if refused else list(result.decision.absent_names),
-            sources=[node_to_source(n) for n in result.response.source_nodes],
-            citations=[c for c in citations if isinstance(c, Citation)],
-            closest=[c for c in meta.get("closest") or [] if isinstance(c, Citation)]
-            if refused
-            else [],
-            confidence=result.decision.best,
-            threshold=result.decision.threshold,
-            mode=str(meta.get("mode", "extractive")),
-            reviewed=bool(meta.get("reviewed")),
-            timings={k: round(v, 2) for k, v in result.timings.items()},
-        )
+        return answer_of(self.engine.answer(request))
+
+
+def answer_of(result: AnswerResult) -> Answer:
+    """The public answer of one engine result (typed stages in, one typed value out)."""
+    s, decision = result.synthesis, result.decision
+    refused = s.refused
+    return Answer(
+        question=result.request.question,
+        answer=s.text or REFUSAL,
+        refused=refused,
+        outcome="refused" if refused else decision.outcome,  # type: ignore[arg-type]
+        caveat=None if refused else decision.caveat,
+        reading=decision.reading,
+        reason=s.reason if refused else None,
+        explanation=s.explanation if refused else None,
+        absent_values=[] if refused else list(decision.absent_values),
+        absent_names=[] if refused else list(decision.absent_names),
+        sources=[node_to_source(n) for n in s.sources],
+        citations=s.citations,
+        closest=s.closest if refused else [],
+        confidence=decision.best,
+        threshold=decision.threshold,
+        mode=s.mode,
+        reviewed=s.reviewed,
+        timings={k: round(v, 2) for k, v in result.timings.items()},
+    )

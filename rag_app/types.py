@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -119,8 +120,9 @@ class Citation(BaseModel):
     probability: float = Field(description="The answer model's probability for the unit.")
 
 
-class Answer(BaseModel):
-    """An answer with backend citations: marker ``[n]`` refers to ``sources[n-1]``.
+class AnswerFields(BaseModel):
+    """An answer's fields but its sources (the API serves them with file names): marker ``[n]``
+    refers to ``sources[n-1]``.
 
     A refusal has ``refused`` set, ``reason`` (a machine code), ``explanation`` (what was
     missing, in words), in ``sources`` the closest sources found and, in ``closest``, the unit
@@ -129,6 +131,21 @@ class Answer(BaseModel):
     question: str
     answer: str
     refused: bool = False
+    outcome: Literal["answered", "qualified", "refused"] = Field(
+        "answered",
+        description="answered; qualified: the knowledge base may not hold what was asked (a "
+        "stated value or name its evidence lacks, or no unit the reader finds stating it), "
+        "so the first line says so before the closest it has; refused.",
+    )
+    caveat: str | None = Field(
+        None,
+        description="A qualified answer: the first line's caveat (知识库中没有…；最接近的是：).",
+    )
+    reading: float | None = Field(
+        None,
+        description="P(the answer's leading units state the answer), by the cross reader; "
+        "None when not read (a refusal, or RAG_CROSS_READER=false).",
+    )
     reason: str | None = Field(None, description="Machine-readable refusal reason.")
     explanation: str | None = Field(None, description="The refusal reason in words.")
     absent_values: list[str] = Field(
@@ -140,9 +157,6 @@ class Answer(BaseModel):
         default_factory=list,
         description="Names the question uses (SAP, 《员工手册》, 张某某) that the evidence never "
         "mentions: the answer is about what the knowledge base has, not the named one.",
-    )
-    sources: list[Source] = Field(
-        default_factory=list, description="Cited sources; for a refusal the closest ones."
     )
     citations: list[Citation] = Field(default_factory=list)
     closest: list[Citation] = Field(
@@ -166,3 +180,11 @@ class Answer(BaseModel):
         "gate's reason.",
     )
     timings: dict[str, float] = Field(default_factory=dict)
+
+
+class Answer(AnswerFields):
+    """An answer with backend citations (see :class:`AnswerFields`)."""
+
+    sources: list[Source] = Field(
+        default_factory=list, description="Cited sources; for a refusal the closest ones."
+    )

@@ -21,6 +21,7 @@ from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.names import firm_names
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.analysis.specificity import WordSpecificity
+from rag_app.answer.cross_reader import CrossReader, reading_text
 from rag_app.answer.features import (
     FEATURES,
     FeatureExtractor,
@@ -87,7 +88,25 @@ class AnswerDecision(BaseModel):
         "that no passage of the evidence mentions: the answer is about what the evidence has, "
         "not the named one.",
     )
+    reading: float | None = Field(
+        None,
+        description="P(the answer's leading units state the answer), by the cross reader "
+        "(rag_app.answer.cross_reader); None: not read.",
+    )
+    caveat: str | None = Field(
+        None,
+        description="An answer the knowledge base may not hold (a stated value or name its "
+        "evidence lacks, or the reader finds no unit stating it): the first line says so, "
+        "then gives the closest the evidence has. None: answered plainly, or refused.",
+    )
     analysis: QuestionAnalysis | None = None
+
+    @property
+    def outcome(self) -> str:
+        """answered | qualified | refused."""
+        if self.refused:
+            return "refused"
+        return "qualified" if self.caveat else "answered"
 
 
 _PART_ENDS = ("？", "?", "；", ";")
@@ -130,9 +149,17 @@ class AnswerLocator:
         *,
         threshold: float,
         reader: PassageReader | None = None,
+        cross_reader: CrossReader | None = None,
+        qualify_below: float = 0.0,
+        cross_units: int = 2,
     ) -> None:
+        """``cross_reader``: reads the question against the answer's leading ``cross_units``
+        units; an answer whose best reading is below ``qualify_below`` is qualified."""
         self.model = model
         self.reader = reader
+        self.cross_reader = cross_reader
+        self.qualify_below = qualify_below
+        self.cross_units = cross_units
         self.embed_model = embed_model  # the knowledge base's: retrieval embeds the question
         self.analyzer = analyzer
         self.stats = stats
@@ -209,11 +236,32 @@ class AnswerLocator:
             evidence = self._evidence_text(nodes)
             absent = self._absent_values(analysis, evidence)
             unnamed = [n for n in firm_names(analysis) if not said(self._normalize(n), evidence)]
+        reading = None if refused else self._cross_read(question, nodes, scored)
         return AnswerDecision(
             refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
             threshold=self.threshold, units=scored, parts=parts, analysis=analysis,
             absent_values=absent, absent_names=unnamed,
+            reading=None if reading is None else round(reading, 4),
+            caveat=None if refused else self._caveat([*absent, *unnamed], reading),
         )  # fmt: skip
+
+    def _cross_read(
+        self, question: str, nodes: Sequence[NodeWithScore], scored: list[ScoredUnit]
+    ) -> float | None:
+        """The cross reader's best P(states the answer) over the answer's leading units, each
+        read with its heading path and its context in the passage."""
+        if self.cross_reader is None or not scored:
+            return None
+        texts = [reading_text(nodes[s.unit.source - 1], s.unit) for s in scored[: self.cross_units]]
+        return max(r.probability for r in self.cross_reader.read(question, texts))
+
+    def _caveat(self, absent: list[str], reading: float | None) -> str | None:
+        if absent:
+            named = "、".join(f"“{v}”" for v in absent)
+            return f"知识库中没有{named}的记录；最接近的是："
+        if reading is not None and reading < self.qualify_below:
+            return "知识库中没有找到确切的答案；最接近的是："
+        return None
 
     def _read_stage(
         self,

@@ -98,6 +98,11 @@ def ask(
         )
         for unit in answer.closest:  # the nearest the evidence has, quoted as such
             out.print(f"最接近的内容：{escape(unit.text)} [{unit.source}]", highlight=False)
+    elif answer.outcome == "qualified":  # the first line says what the knowledge base lacks
+        first, _, rest = answer.answer.partition("\n")
+        out.print(f"[bold yellow]{escape(first)}[/bold yellow]", highlight=False)
+        if rest:
+            out.print(rest)
     else:
         out.print(answer.answer)
     if answer.sources:

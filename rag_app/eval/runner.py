@@ -14,6 +14,8 @@ sources), timing each call. Metric definitions (also in ``docs/EVAL_SECTION.md``
   reranking, the evidence gate and neighbour expansion) hold one: Recall of the answer stage.
 * ``keyword_hit_rate``: answerable questions with ``any``/``all`` references whose answer holds
   them.
+* ``misleading_rate``: unanswerable questions answered without a first-line caveat (neither
+  refused nor qualified). ``qualified_rate``: answerable questions answered with one.
 * ``no_answer_accuracy``: unanswerable questions refused. ``false_refusal_rate``: answerable
   questions refused. ``closest_hit_rate``: of those (with ``any``/``all`` references), the share
   whose closest unit, shown under the refusal (``Answer.closest``), holds the references.
@@ -56,6 +58,8 @@ METRICS: dict[str, str] = {
     "keyword_hit_rate": "keyword hit",
     "no_answer_accuracy": "no-answer acc.",
     "false_refusal_rate": "false refusal",
+    "misleading_rate": "misleading",
+    "qualified_rate": "qualified",
     "closest_hit_rate": "refusal shows answer",
     "avg_context_chars": "context chars",
     "retrieve_ms_avg": "retrieve ms avg",
@@ -66,9 +70,12 @@ METRICS: dict[str, str] = {
     "ask_ms_p95": "ask ms p95",
 }
 #: Metrics where lower is better (for coloured deltas).
-LOWER_IS_BETTER = {"false_refusal_rate", "avg_context_chars"} | {
-    k for k in METRICS if k.endswith(("_avg", "_p50", "_p95"))
-}
+LOWER_IS_BETTER = {
+    "false_refusal_rate",
+    "misleading_rate",
+    "qualified_rate",
+    "avg_context_chars",
+} | {k for k in METRICS if k.endswith(("_avg", "_p50", "_p95"))}
 
 
 class ChunkRecord(BaseModel):
@@ -101,6 +108,9 @@ class QuestionRecord(BaseModel):
     retrieved: list[ChunkRecord] = Field(default_factory=list)
     answer: str = ""
     refused: bool = False
+    qualified: bool = Field(
+        False, description="Answered with a first-line caveat (Answer.outcome 'qualified')."
+    )
     reason: str | None = None
     confidence: float | None = Field(
         None,
@@ -229,6 +239,7 @@ def evaluate_question(
             rec.ask_ms = round((time.perf_counter() - t0) * 1000, 2)
             rec.answer, rec.refused, rec.reason = answer.answer, answer.refused, answer.reason
             rec.confidence = answer.confidence
+            rec.qualified = answer.outcome == "qualified"
             rec.mode, rec.reviewed = answer.mode, answer.reviewed
             rec.sources = [_chunk(s, item) for s in answer.sources]
             rec.closest = "\n".join(c.text for c in answer.closest)
@@ -302,6 +313,10 @@ def summarize(records: Sequence[QuestionRecord], k: int) -> dict[str, Any]:
         "keyword_hit_rate": M.rate(r.keyword_hit for r in records),
         "no_answer_accuracy": M.rate(r.refused for r in unanswerable if r.passed is not None),
         "false_refusal_rate": M.rate(r.refused for r in answerable if r.passed is not None),
+        "misleading_rate": M.rate(
+            not (r.refused or r.qualified) for r in unanswerable if r.passed is not None
+        ),
+        "qualified_rate": M.rate(r.qualified for r in answerable if r.passed is not None),
         "closest_hit_rate": M.rate(r.closest_hit for r in answerable),
         "avg_context_chars": M.mean([float(r.context_chars) for r in records]),
         "retrieve_ms_avg": M.mean(retrieve_ms),

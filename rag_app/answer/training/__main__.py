@@ -1,0 +1,42 @@
+"""``python -m rag_app.answer.training reader …``: train the models the answer step ships.
+
+Needs the ``train`` extra (scikit-learn) and the shared dev data (``--data``, default
+``../shared/data`` or ``RAG_SHARED_DATA``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rag_app.config import shared_data_dir
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rag_app.answer.training")
+    sub = parser.add_subparsers(dest="what", required=True)
+    reader = sub.add_parser(
+        "reader", help="train the cross reader (rag_app/answer/reader_head.npz)"
+    )
+    reader.add_argument("--data", type=Path, default=None, help="the shared dev data folder")
+    reader.add_argument("--cache", type=Path, default=Path(".cache/reader"),
+                        help="where the frozen lower states are cached")  # fmt: skip
+    reader.add_argument("--epochs", type=int, default=2)
+    reader.add_argument("--seed", type=int, default=13)
+    reader.add_argument("--lodo", action="store_true",
+                        help="also train and measure one reader per left-out domain")  # fmt: skip
+    reader.add_argument("--out", type=Path, default=None,
+                        help="the file to write (default: the bundled reader_head.npz)")  # fmt: skip
+    reader.add_argument("--no-write", action="store_true", help="measure only")
+    args = parser.parse_args(argv)
+    from rag_app.answer.training.reader import TrainConfig, default_out, run
+
+    data = args.data or shared_data_dir()
+    if not data.is_dir():
+        parser.error(f"no dev data at {data}: pass --data or set RAG_SHARED_DATA")
+    out = None if args.no_write else (args.out or default_out())
+    run(data, args.cache, out, TrainConfig(epochs=args.epochs, seed=args.seed), args.lodo)
+
+
+if __name__ == "__main__":
+    main()
