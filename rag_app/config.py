@@ -165,6 +165,14 @@ class Settings(BaseSettings):
         description="The cross reader's probability below which an answer is qualified "
         "(default: the file's, set where 3 % of the dev check halves' answers fall below).",
     )
+    qualify_confidence: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="A borderline answer: one the gate answers with a probability below this "
+        "is qualified (its first line says the knowledge base may not hold an exact answer, "
+        "then gives the closest). 0 turns it off (docs/answering.md: how it was chosen).",
+    )
     answer_model: Path | None = Field(
         None,
         description="Answer model JSON (default: the bundled model for RAG_READER, "

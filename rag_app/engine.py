@@ -211,6 +211,7 @@ def build_answer_engine(
     locator = AnswerLocator(
         model, analyzer, stats, embed_model, threshold=gate_threshold(settings, model),
         reader=reader, cross_reader=cross, qualify_below=qualify,
+        qualify_confidence=settings.qualify_confidence,
     )  # fmt: skip
     llm = None
     if settings.llm_base_url:

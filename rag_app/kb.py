@@ -31,7 +31,9 @@ from rag_app.retrieval.scope import Request
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.tokenizer import TOKENS_VERSION, tokenize
 from rag_app.store import doctor
+from rag_app.store.api_keys import ApiKeyStore
 from rag_app.store.collection_name import collection_for
+from rag_app.store.jobs import JobQueue
 from rag_app.store.ledger import Ledger
 from rag_app.store.retokenize import retokenize_keywords
 from rag_app.store.vectors import VectorStore
@@ -220,6 +222,31 @@ class KnowledgeBase:
     def chunks(self, doc_id: str) -> list[ChunkInfo]:
         """The active chunks of a document, in order."""
         return self.ledger.active_chunks(doc_id)
+
+    def find_by_hash(self, tenant: str, content_hash: str) -> str | None:
+        """The tenant's document already holding this content (SHA-256), if any."""
+        return self.ledger.find_by_hash(tenant, content_hash)
+
+    def mark_failed(self, doc_id: str, reason: str) -> None:
+        """Record that the document's ingestion failed, with the reason users see."""
+        self.ledger.mark_failed(doc_id, reason)
+
+    @property
+    def api_keys(self) -> ApiKeyStore:
+        """The API keys (hashed) of this knowledge base's ledger."""
+        return self.ledger.api_keys
+
+    def job_queue(self, max_attempts: int | None = None) -> JobQueue:
+        """The ingestion job queue on this knowledge base's ledger."""
+        attempts = self.settings.job_max_attempts if max_attempts is None else max_attempts
+        return JobQueue(self.ledger, max_attempts=attempts)
+
+    def prewarm(self) -> None:
+        """Load the keyword indexes' most common posting lists (SQLite ledgers; a no-op
+        otherwise), so that the first questions do not pay for it."""
+        self.ledger.postings.prewarm()
+        if self.settings.table_row_entries and self.ledger.row_keywords is not None:
+            self.ledger.row_keywords.postings.prewarm()
 
     def delete(self, doc_id: str) -> bool:
         """Delete a document everywhere. Returns False when there was no such document."""

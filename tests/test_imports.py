@@ -254,3 +254,28 @@ def test_only_config_reads_rag_environment_variables() -> None:
 def test_no_module_writes_the_environment_at_import() -> None:
     offenders = [name for name, tree in rag_modules().items() if writes_environ_at_import(tree)]
     assert offenders == [], offenders
+
+
+def reaches_into_the_ledger(tree: ast.Module) -> bool:
+    """Whether code takes ``.ledger`` of a knowledge base (``kb.ledger``, ``self.kb.ledger``,
+    ``state.kb.ledger``, ``base.ledger``) instead of asking the facade."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "ledger":
+            owner = node.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+            if name in ("kb", "base"):
+                return True
+    return False
+
+
+def test_the_service_and_the_cli_ask_the_facade_not_its_ledger() -> None:
+    """The ledger is the KnowledgeBase's own: find by hash, mark failed, keys, the job queue
+    and prewarming are its methods (issue: one path from the facade to the engine)."""
+    assert reaches_into_the_ledger(ast.parse("def f(state):\n    return state.kb.ledger.x\n"))
+    assert not reaches_into_the_ledger(ast.parse("def f(kb):\n    return kb.find_by_hash(1)\n"))
+    offenders = [
+        name
+        for name, tree in rag_modules().items()
+        if name.startswith(("rag_app/service/", "rag_app/cli/")) and reaches_into_the_ledger(tree)
+    ]
+    assert offenders == [], offenders

@@ -151,13 +151,17 @@ class AnswerLocator:
         reader: PassageReader | None = None,
         cross_reader: CrossReader | None = None,
         qualify_below: float = 0.0,
+        qualify_confidence: float = 0.0,
         cross_units: int = 2,
     ) -> None:
         """``cross_reader``: reads the question against the answer's leading ``cross_units``
-        units; an answer whose best reading is below ``qualify_below`` is qualified."""
+        units; an answer whose best reading is below ``qualify_below`` is qualified, and so is
+        one the gate answers with a probability below ``qualify_confidence`` (a borderline
+        decision)."""
         self.model = model
         self.reader = reader
         self.cross_reader = cross_reader
+        self.qualify_confidence = qualify_confidence
         self.qualify_below = qualify_below
         self.cross_units = cross_units
         self.embed_model = embed_model  # the knowledge base's: retrieval embeds the question
@@ -242,7 +246,7 @@ class AnswerLocator:
             threshold=self.threshold, units=scored, parts=parts, analysis=analysis,
             absent_values=absent, absent_names=unnamed,
             reading=None if reading is None else round(reading, 4),
-            caveat=None if refused else self._caveat([*absent, *unnamed], reading),
+            caveat=None if refused else self._caveat([*absent, *unnamed], reading, best),
         )  # fmt: skip
 
     def _cross_read(
@@ -255,12 +259,15 @@ class AnswerLocator:
         texts = [reading_text(nodes[s.unit.source - 1], s.unit) for s in scored[: self.cross_units]]
         return max(r.probability for r in self.cross_reader.read(question, texts))
 
-    def _caveat(self, absent: list[str], reading: float | None) -> str | None:
+    def _caveat(self, absent: list[str], reading: float | None, best: float) -> str | None:
+        """The first line's warning: what the evidence lacks, or that it may not answer."""
         if absent:
             named = "、".join(f"“{v}”" for v in absent)
             return f"知识库中没有{named}的记录；最接近的是："
         if reading is not None and reading < self.qualify_below:
             return "知识库中没有找到确切的答案；最接近的是："
+        if best < self.qualify_confidence:
+            return "知识库中可能没有确切的答案；最接近的是："
         return None
 
     def _read_stage(

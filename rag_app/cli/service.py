@@ -177,13 +177,12 @@ def worker(
     import signal
 
     from rag_app.service.worker import Worker, warm_up
-    from rag_app.store.jobs import JobQueue
 
     def on_job(job: Job, result: FileResult) -> None:
         err.print(f"job {job.job_id}: {job.rel_path} → {result.status} {result.reason or ''}")
 
     with open_kb(kb) as base:
-        queue = JobQueue(base.ledger, max_attempts=base.settings.job_max_attempts)
+        queue = base.job_queue()
         runner = Worker(
             base,
             queue,

@@ -27,7 +27,6 @@ from rag_app.service.headers import SecurityHeaders
 from rag_app.service.processes import ServeProcesses
 from rag_app.service.schemas import Health, Me, WorkersHealth
 from rag_app.service.worker import WorkerPool, warm_up
-from rag_app.store.jobs import JobQueue
 
 logger = logging.getLogger(__name__)
 
@@ -71,9 +70,7 @@ def _warm_up(kb: KnowledgeBase, ingests: bool) -> None:
     try:
         _ = kb.embed_model
         query_tokens("预热分词词典")
-        kb.ledger.postings.prewarm()  # the keyword index's common terms (SQLite ledgers)
-        if kb.settings.table_row_entries and kb.ledger.row_keywords is not None:
-            kb.ledger.row_keywords.postings.prewarm()  # and the table-row index's
+        kb.prewarm()  # the keyword indexes' common terms (SQLite ledgers)
     except Exception:  # the first request will report the problem properly
         logger.exception("warm-up failed")
     if ingests:  # worker threads in this process: their parse server, too
@@ -94,7 +91,7 @@ def create_app(
     settings = settings or Settings()
     kb = kb or KnowledgeBase(settings)
     threads = settings.workers if workers is None else workers
-    queue = JobQueue(kb.ledger, max_attempts=settings.job_max_attempts)
+    queue = kb.job_queue(settings.job_max_attempts)
     pool = WorkerPool(
         kb,
         queue,

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 
+from rag_app.store.api_keys import ApiKeyStore
 from rag_app.store.ledger import Ledger
 
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -60,11 +61,13 @@ def create_key(ledger: Ledger, tenant: str, role: str | Role, name: str = "") ->
     return key
 
 
-def verify_key(ledger: Ledger, key: str) -> KeyInfo | None:
-    """The key's tenant and role, or None when it is unknown or revoked."""
+def verify_key(keys: Ledger | ApiKeyStore, key: str) -> KeyInfo | None:
+    """The key's tenant and role, or None when it is unknown or revoked (``keys``: a ledger or
+    its key store, ``KnowledgeBase.api_keys``)."""
     if not key or not key.startswith("rk_"):
         return None
-    row = ledger.api_keys.active_by_hash(_hash(key))
+    store = keys.api_keys if isinstance(keys, Ledger) else keys
+    row = store.active_by_hash(_hash(key))
     if row is None:
         return None
     return KeyInfo(row["key_id"], row["tenant"], Role(row["role"]), row["name"], row["created_at"])

@@ -95,7 +95,7 @@ async def upload_document(
     except UploadRejected as exc:
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
     digest = hashlib.sha256(data).hexdigest()
-    duplicate = state.kb.ledger.find_by_hash(key.tenant, digest) or state.queue.pending_hash(
+    duplicate = state.kb.find_by_hash(key.tenant, digest) or state.queue.pending_hash(
         key.tenant, digest
     )
     if duplicate:

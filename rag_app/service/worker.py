@@ -128,18 +128,18 @@ class Worker:
             )
         except FileNotFoundError as exc:
             result = FileResult(path=job.path, doc_id=job.doc_id, status="FAILED", reason=str(exc))
-            self.kb.ledger.mark_failed(job.doc_id, str(exc))
+            self.kb.mark_failed(job.doc_id, str(exc))
         except Exception as exc:  # keep the worker alive; the user sees a secret-free reason
             logger.exception("job %s failed", job.job_id)
             result = FileResult(path=job.path, doc_id=job.doc_id, status="FAILED")
             result.reason = internal_error(exc)
-            self.kb.ledger.mark_failed(job.doc_id, result.reason)
+            self.kb.mark_failed(job.doc_id, result.reason)
         if result.status in ("SUCCESS", "UNCHANGED"):
             status, error = JobStatus.SUCCESS, None
         elif result.status == "CANCELLED":
             status, error = JobStatus.CANCELLED, result.reason
         else:
-            document = self.kb.ledger.get_document(job.doc_id)  # its error is the public one
+            document = self.kb.document(job.doc_id)  # its error is the public one
             status, error = JobStatus.FAILED, document.error if document else result.reason
         if not self.queue.finish(job.job_id, status, error, worker=self.name):
             logger.warning(

@@ -309,3 +309,26 @@ def test_a_stated_number_in_chinese_numerals(value: str, written: list[str]) -> 
     from rag_app.answer.locator import in_words
 
     assert in_words(value) == written
+
+
+def test_a_borderline_answer_says_the_kb_may_not_hold_it_first(sample_kb, embed_model) -> None:  # type: ignore[no-untyped-def]
+    """An answer the gate lets through below RAG_QUALIFY_CONFIDENCE leads with a caveat, then the
+    same closest line; at 0 nothing is qualified for being borderline. A question about a
+    figure the sample KB does not have (its one 第四季度 is a disaster-recovery drill) is not
+    answered plainly at the default."""
+    from rag_app import KnowledgeBase
+
+    question = "密码多久需要修改一次？"
+    caveat = "知识库中可能没有确切的答案；最接近的是："
+    opened = [KnowledgeBase.open(sample_kb.path, embed_model=embed_model, read_only=True,
+                                 qualify_confidence=q) for q in (1.0, 0.0)]  # fmt: skip
+    try:
+        strict, never = (kb.ask(question) for kb in opened)
+    finally:
+        for kb in opened:
+            kb.close()
+    assert strict.outcome == "qualified" and strict.caveat == caveat, strict.answer
+    assert never.outcome == "answered" and never.caveat is None, never.answer
+    assert strict.answer.splitlines()[0] == caveat + never.answer.splitlines()[0]
+    revenue = sample_kb.ask("第四季度营业收入是多少？")
+    assert revenue.outcome in ("refused", "qualified"), revenue.answer
