@@ -23,6 +23,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="where the frozen lower states are cached")  # fmt: skip
     reader.add_argument("--epochs", type=int, default=2)
     reader.add_argument("--seed", type=int, default=13)
+    reader.add_argument("--lr-blocks", type=float, default=1e-4,
+                        help="the trained blocks' learning rate (the heads': 1e-3)")  # fmt: skip
     reader.add_argument("--lodo", action="store_true",
                         help="also train and measure one reader per left-out domain")  # fmt: skip
     reader.add_argument("--out", type=Path, default=None,
@@ -35,7 +37,13 @@ def main(argv: list[str] | None = None) -> None:
     if not data.is_dir():
         parser.error(f"no dev data at {data}: pass --data or set RAG_SHARED_DATA")
     out = None if args.no_write else (args.out or default_out())
-    run(data, args.cache, out, TrainConfig(epochs=args.epochs, seed=args.seed), args.lodo)
+    run(
+        data,
+        args.cache,
+        out,
+        TrainConfig(epochs=args.epochs, seed=args.seed, lr_blocks=args.lr_blocks),
+        args.lodo,
+    )
 
 
 if __name__ == "__main__":
