@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from service_load import (
+from service_clients import (
     SAMPLE_KB,
     SAMPLE_QA,
     ClientState,
