@@ -80,7 +80,10 @@ def test_ingest_exits_1_when_a_file_fails_and_prints_the_reason(kb_dir, tmp_path
     assert "1 ingested" in result.stdout and "1 failed" in result.stdout
 
 
-def test_unknown_document_id_is_a_clear_error(kb_dir):
+def test_unknown_document_id_is_a_clear_error(kb_dir, tmp_path):
+    doc = tmp_path / "报销.md"
+    doc.write_text(DOC, encoding="utf-8")
+    assert run("ingest", str(doc), "--kb", str(kb_dir)).exit_code == 0
     result = run("chunks", "nope", "--kb", str(kb_dir))
     assert result.exit_code == 1
     assert "no document with id 'nope'" in result.output
@@ -217,3 +220,23 @@ def test_confidence_line_says_when_the_llm_read_a_refusal():
     assert "gate threshold 0.072" in plain and "LLM" not in plain
     assert reviewed.startswith(plain) and "read by the LLM (RAG_LLM_REVIEW)" in reviewed
     assert confidence_line(0.5, 0.0) == "confidence 0.5 (answer model) · the gate is off"
+
+
+def test_read_commands_on_a_missing_kb_say_so_and_create_nothing(kb_dir, tmp_path):
+    """A mistyped --kb is an error (exit 2) naming the directory, not a new empty KB."""
+    typo = tmp_path / "kb-typo"
+    for args in (("ask", "报销时限？"), ("retrieve", "报销时限"), ("docs",)):
+        result = run(*args, "--kb", str(typo))
+        assert result.exit_code == 2, (args, result.output)
+        assert "no knowledge base at" in result.output and "kb-typo" in result.output
+    assert not typo.exists()
+
+
+def test_asking_an_empty_kb_warns_that_it_holds_no_documents(kb_dir):
+    from rag_app import KnowledgeBase
+
+    KnowledgeBase.open(kb_dir).close()  # created, nothing ingested
+    result = run("ask", "报销申请须在多少日内提交？", "--kb", str(kb_dir), "--json")
+    assert result.exit_code == 0
+    assert "holds no documents" in result.output
+    assert json.loads(result.stdout)["refused"] is True  # stdout stays JSON

@@ -104,6 +104,13 @@ def open_kb(
     from rag_app.kb import KnowledgeBase, KnowledgeBaseError
     from rag_app.store.writer_lock import KnowledgeBaseBusy
 
+    if read_only and (missing := missing_kb(kb, settings)) is not None:
+        err.print(
+            f"[red]error:[/red] no knowledge base at {missing} (no ledger.db there): check --kb "
+            f"or RAG_KB_DIR, or create one with `rag ingest PATH --kb {missing}`",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
     try:
         base = KnowledgeBase.open(kb, settings, read_only=read_only)
     except (KnowledgeBaseError, KnowledgeBaseBusy, EmbeddingLoadError, ValueError) as exc:
@@ -113,6 +120,30 @@ def open_kb(
         yield base
     finally:
         base.close()
+
+
+def missing_kb(kb: Path | None, settings: Settings | None = None) -> Path | None:
+    """The directory a read command was pointed at when it holds no knowledge base (a SQLite
+    ledger that does not exist: a mistyped --kb); None when there is one, or the ledger is a
+    database server's."""
+    from rag_app.config import Settings
+
+    settings = settings or Settings()
+    if settings.database_url:
+        return None
+    where = kb if kb is not None else settings.kb_dir
+    return None if (where / "ledger.db").exists() else where
+
+
+def warn_if_empty(base: KnowledgeBase, tenant: str) -> None:
+    """Say so (on stderr) when the tenant has no documents: every answer would be a refusal."""
+    if base.document_count(tenant) == 0:
+        err.print(
+            f"[yellow]warning:[/yellow] the knowledge base at {base.settings.kb_dir} holds no "
+            f"documents for tenant {tenant!r}: add some with `rag ingest PATH --kb "
+            f"{base.settings.kb_dir}`",
+            soft_wrap=True,
+        )
 
 
 @contextmanager

@@ -9,7 +9,17 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from rag_app.cli.common import JsonOpt, KbOpt, TenantOpt, emit_json, err, filename, open_kb, out
+from rag_app.cli.common import (
+    JsonOpt,
+    KbOpt,
+    TenantOpt,
+    emit_json,
+    err,
+    filename,
+    open_kb,
+    out,
+    warn_if_empty,
+)
 from rag_app.cli_output import (
     answer_score_name,
     cited_numbers,
@@ -33,6 +43,7 @@ def retrieve(
     such as 0.03) unless RAG_RETRIEVAL_MODE picks one branch ("dense", "bm25").
     """
     with open_kb(kb, read_only=True) as base:
+        warn_if_empty(base, tenant)
         try:
             hits = base.retrieve(question, top_k=top_k, tenant=tenant)
             rows = sources_json(hits, lambda doc_id: filename(base, doc_id))
@@ -80,6 +91,7 @@ def ask(
     lenient, off).
     """
     with open_kb(kb, read_only=True) as base:
+        warn_if_empty(base, tenant)
         try:
             answer = base.ask(question, tenant=tenant, top_k=top_k)
             rows = sources_json(answer.sources, lambda doc_id: filename(base, doc_id))
