@@ -63,7 +63,7 @@ postgres-deps:
 HOST ?= 127.0.0.1
 PORT ?= 8000
 SERVE ?= 1
-run: install
+run: install ocr-deps
 	$(RAG) ingest data/knowledge --kb $(KB)
 	$(RAG) docs --kb $(KB)
 	$(RAG) ask "密码多久需要修改一次？" --kb $(KB)
