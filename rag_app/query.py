@@ -150,5 +150,6 @@ def answer_of(result: AnswerResult) -> Answer:
         threshold=decision.threshold,
         mode=s.mode,
         reviewed=s.reviewed,
+        llm_error=s.llm_error,
         timings={k: round(v, 2) for k, v in result.timings.items()},
     )

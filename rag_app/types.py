@@ -179,6 +179,11 @@ class AnswerFields(BaseModel):
         "read the evidence (RAG_LLM_REVIEW): an answer is the LLM's; a refusal keeps the "
         "gate's reason.",
     )
+    llm_error: str | None = Field(
+        None,
+        description="With an LLM endpoint: why its answer was not used (down, timed out, empty, "
+        "or citing no source); the extractive answer (or the gate's refusal) stands instead.",
+    )
     timings: dict[str, float] = Field(default_factory=dict)
 
 

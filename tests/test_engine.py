@@ -392,3 +392,44 @@ def test_sources_carry_the_repeated_prefix_of_their_chunk(kb, tmp_path):
     assert answer.sources
     # a (possibly merged) source starts with its first chunk: that chunk's repeated prefix
     assert all(s.prefix_chars == chunks[s.chunk_id].prefix_chars for s in answer.sources)
+
+
+class TestLLMFailure:
+    """An LLM endpoint that is down, returns nothing, or answers citing no source never costs
+    the answer: the extractive one (or the gate's refusal) stands, with ``llm_error``."""
+
+    def test_a_dead_endpoint_falls_back_to_the_extractive_answer(self, tmp_path, embed_model):
+        import socket
+
+        with socket.socket() as sock:  # a port nothing listens on
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/v1"
+        with TestLLMMode()._kb(tmp_path, embed_model, url, llm_timeout=2.0) as kb:
+            answer = kb.ask("试用期不得超过几个月？")
+            refused = kb.ask("公司食堂的营业时间是几点？")
+        assert answer.mode == "extractive" and not answer.refused, answer
+        assert "六个月" in answer.answer and answer.sources
+        assert answer.llm_error and answer.llm_error.startswith("LLM call failed")
+        assert refused.refused and refused.llm_error is None  # the LLM was never asked
+
+    @pytest.mark.parametrize(
+        ("reply", "error"),
+        [("", "empty answer"), ("试用期一般不超过六个月。", "cited no source")],
+    )
+    def test_an_empty_or_uncited_reply_falls_back(
+        self, tmp_path, embed_model, stub_llm, reply, error
+    ):  # type: ignore[no-untyped-def]
+        _StubOpenAI.reply = reply
+        with TestLLMMode()._kb(tmp_path, embed_model, stub_llm) as kb:
+            answer = kb.ask("试用期不得超过几个月？")
+        assert answer.mode == "extractive" and not answer.refused
+        assert answer.llm_error and error in answer.llm_error
+        assert "六个月" in answer.answer
+
+    def test_a_refusal_the_llm_was_to_read_stands_when_it_fails(self, tmp_path, embed_model):
+        with TestLLMMode()._kb(tmp_path, embed_model, "http://127.0.0.1:9/v1", llm_timeout=2.0,
+                               gate_threshold=0.99, llm_review="0") as kb:  # fmt: skip
+            answer = kb.ask("试用期不得超过几个月？")
+        assert answer.refused and answer.reason == "weak_evidence" and not answer.reviewed
+        assert answer.llm_error and answer.llm_error.startswith("LLM call failed")

@@ -133,5 +133,9 @@ def ask(
     if show_context and not cited:
         out.print("[dim](--show-context: the answer cites no source)[/dim]")
     out.print(f"[dim]{confidence_line(answer.confidence, answer.threshold, answer.reviewed)}[/dim]")
+    if answer.llm_error:
+        err.print(
+            f"[yellow]note:[/yellow] {escape(answer.llm_error)}; the extractive answer stands"
+        )
     timing = ", ".join(f"{k} {v:.0f}" for k, v in answer.timings.items())
     out.print(f"[dim]{answer.mode}; {timing}[/dim]")

@@ -45,6 +45,12 @@ def clean_markers(text: str, n_sources: int) -> tuple[str, list[int]]:
     return _MARKER.sub(keep, text).strip(), kept
 
 
+def describe(exc: BaseException) -> str:
+    """An exception in one line without secrets or a traceback: its type and first line."""
+    first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 def build_llm(base_url: str, model: str, api_key: str | None, timeout: float = 60.0) -> LLM:
     from llama_index.llms.openai_like import OpenAILike
 
@@ -76,6 +82,9 @@ class Synthesis(BaseModel):
     citations: list[Citation] = Field(default_factory=list)
     closest: list[Citation] = Field(default_factory=list)
     reviewed: bool = False
+    llm_error: str | None = Field(
+        None, description="Why the LLM's answer was not used (the extractive one was instead)."
+    )
 
 
 def refusal(
@@ -149,8 +158,24 @@ class CitationSynthesizer:
             return refusal(decision, nodes)
         if self.use_llm:
             return self._llm_answer(question, nodes, decision)
+        return self._extractive(decision, nodes)
+
+    def _extractive(
+        self, decision: AnswerDecision, nodes: list[NodeWithScore], llm_error: str | None = None
+    ) -> Synthesis:
         text, citations = compose(decision, self._locator.analyzer.lexicon)
-        return Synthesis(text=text, mode="extractive", sources=list(nodes), citations=citations)
+        return Synthesis(text=text, mode="extractive", sources=list(nodes), citations=citations,
+                         llm_error=llm_error)  # fmt: skip
+
+    def _fallback(
+        self, decision: AnswerDecision, nodes: list[NodeWithScore], error: str, reviewed: bool
+    ) -> Synthesis:
+        """What stands when the LLM fails: the gate's refusal for a refusal it was to read,
+        else the extractive answer; ``llm_error`` says why."""
+        logger.warning("LLM answer not used: %s", error)
+        if reviewed:
+            return refusal(decision, nodes, reviewed=False).model_copy(update={"llm_error": error})
+        return self._extractive(decision, nodes, error)
 
     def _llm_answer(
         self,
@@ -181,8 +206,13 @@ class CitationSynthesizer:
             ),
         ]
         assert self.llm is not None  # only called with an LLM
-        reply = self.llm.chat(messages)
+        try:
+            reply = self.llm.chat(messages)
+        except Exception as exc:  # down, slow (RAG_LLM_TIMEOUT), or not OpenAI-compatible
+            return self._fallback(decision, nodes, f"LLM call failed: {describe(exc)}", reviewed)
         text = (reply.message.content or "").strip()
+        if not text:
+            return self._fallback(decision, nodes, "the LLM returned an empty answer", reviewed)
         cleaned, kept = clean_markers(text, len(nodes))
         refused = not cleaned or REFUSAL.rstrip("。") in cleaned
         citations = [citation_of(s) for s in top if s.unit.source in kept]
@@ -194,6 +224,8 @@ class CitationSynthesizer:
                 explanation="模型认为资料不足以回答。", sources=list(nodes), citations=citations,
                 closest=closest_units(decision, range(1, len(nodes) + 1)), reviewed=reviewed,
             )  # fmt: skip
+        if not kept:  # an answer citing no source is not one we can stand behind
+            return self._fallback(decision, nodes, "the LLM's answer cited no source", False)
         if decision.caveat:  # the evidence may not hold the asked: the first line says so
             cleaned = f"{decision.caveat}\n{cleaned}"
         return Synthesis(text=cleaned, mode="llm", sources=list(nodes), citations=citations,

@@ -107,6 +107,8 @@ function renderAnswer(res, scope) {
     return label + " " + (isNaN(v) ? t[k] : v.toFixed(v < 10 ? 1 : 0)) + (/_ms$/.test(k) ? " ms" : "");
   });
   if (res.mode) parts.unshift("mode " + res.mode);
+  // the LLM failed (down, timed out, empty, citing nothing): answered without it
+  if (res.llm_error) parts.unshift("LLM not used: " + res.llm_error);
   // how near a refusal the answer was: the gate refuses below its threshold
   if (typeof res.confidence === "number") {
     parts.unshift(
