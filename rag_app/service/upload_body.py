@@ -49,6 +49,8 @@ class _Parts:
     filename: str | None = None
     data: bytearray = field(default_factory=bytearray)
     found: bool = False
+    files: int = 0
+    ended: bool = False
     parts: int = 0
     _in_file: bool = False
     _header_name: bytes = b""
@@ -78,7 +80,13 @@ class _Parts:
     def on_headers_finished(self) -> None:
         _, options = parse_options_header(self._disposition)
         name = options.get(b"name", b"").decode(self.charset, "replace")
-        if name == FIELD and not self.found:
+        if name == FIELD:
+            self.files += 1
+            if self.files > 1:
+                raise UploadRejected(
+                    400, "one file per upload: this body has more than one 'file' field; "
+                    "send each file in its own request"
+                )  # fmt: skip
             self.found = self._in_file = True
             raw = options.get(b"filename")
             self.filename = None if raw is None else raw.decode(self.charset, "replace")
@@ -91,6 +99,9 @@ class _Parts:
 
     def on_part_end(self) -> None:
         self._in_file = False
+
+    def on_end(self) -> None:
+        self.ended = True  # the closing boundary was read
 
 
 async def read_upload(
@@ -120,6 +131,7 @@ async def read_upload(
             "on_headers_finished": parts.on_headers_finished,
             "on_part_data": parts.on_part_data,
             "on_part_end": parts.on_part_end,
+            "on_end": parts.on_end,
         },
     )
     received = 0
@@ -134,4 +146,6 @@ async def read_upload(
         raise UploadRejected(400, f"malformed multipart body: {exc}") from None
     if not parts.found:
         raise UploadRejected(422, "no file: send it in the multipart field 'file'")
+    if not parts.ended:
+        raise UploadRejected(400, "truncated multipart body: its closing boundary is missing")
     return parts.filename, bytes(parts.data)

@@ -30,6 +30,14 @@ def _multipart(name: str, data: bytes) -> bytes:
     )
 
 
+def _two_files() -> bytes:
+    part = (
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="{{}}"\r\n\r\n'
+        "{}\r\n"
+    )
+    return (part.format("a.md", "a") + part.format("b.md", "b") + f"--{BOUNDARY}--\r\n").encode()
+
+
 class _Pulled:
     """A request body that records how much of it was read."""
 
@@ -93,6 +101,9 @@ class TestReader:
             ("multipart/form-data", b"", 415),  # no boundary
             (MULTIPART, f"--{BOUNDARY}--\r\n".encode(), 422),  # no file field
             (MULTIPART, b"--other\r\nContent-Disposition: form-data\r\n\r\nx", 400),
+            (MULTIPART, _two_files(), 400),  # the second is not silently dropped
+            # no closing boundary: a truncated body is not ingested
+            (MULTIPART, _multipart("a.md", b"abc")[: -len(f"\r\n--{BOUNDARY}--\r\n")], 400),
         ],
     )
     def test_bodies_that_are_not_an_upload(
