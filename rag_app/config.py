@@ -202,6 +202,12 @@ class Settings(BaseSettings):
     )
 
     upload_max_mb: float = Field(20.0, gt=0, description="Service: largest upload (413 above).")
+    json_max_kb: int = Field(
+        256,
+        gt=0,
+        description="Service: largest JSON body of /api/ask and /api/retrieve (413 above; "
+        "4,096 document ids fit in about 120 KB).",
+    )
     workers: int = Field(
         1,
         ge=0,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, status
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, status
 
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
+from rag_app.service.json_body import body_schema, json_body
 from rag_app.service.schemas import AnswerOut, AskIn, RetrieveIn, RetrieveOut, SourceOut
 from rag_app.types import Source
 
@@ -20,8 +23,12 @@ def _sources(state: ServiceState, sources: list[Source]) -> list[SourceOut]:
     return [SourceOut.of(s, names[s.doc_id]) for s in sources]
 
 
-@router.post("/ask", response_model=AnswerOut)
-def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
+AskBody = Annotated[AskIn, Depends(json_body(AskIn))]
+RetrieveBody = Annotated[RetrieveIn, Depends(json_body(RetrieveIn))]
+
+
+@router.post("/ask", response_model=AnswerOut, openapi_extra=body_schema(AskIn))
+def ask(key: KeyDep, body: AskBody, state: StateDep) -> AnswerOut:
     """Answer from the tenant's documents with citations, or refuse ("当前知识库中未找到足够依据。")."""
     if not body.question.strip():
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "question is empty")
@@ -30,8 +37,8 @@ def ask(body: AskIn, key: KeyDep, state: StateDep) -> AnswerOut:
     return AnswerOut(**fields, sources=_sources(state, answer.sources))
 
 
-@router.post("/retrieve", response_model=RetrieveOut)
-def retrieve(body: RetrieveIn, key: KeyDep, state: StateDep) -> RetrieveOut:
+@router.post("/retrieve", response_model=RetrieveOut, openapi_extra=body_schema(RetrieveIn))
+def retrieve(key: KeyDep, body: RetrieveBody, state: StateDep) -> RetrieveOut:
     """Hybrid retrieval (vector + BM25, fused and reranked) without answering."""
     if not body.query.strip():
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "query is empty")

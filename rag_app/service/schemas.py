@@ -115,7 +115,7 @@ DocId = Annotated[str, StringConstraints(max_length=128)]
 
 class AskIn(BaseModel):
     question: str = Field(min_length=1, max_length=2000)
-    top_k: int = Field(5, ge=1, le=50)
+    top_k: int = Field(5, ge=1, le=50, strict=True)
     doc_ids: list[DocId] | None = Field(
         None,
         max_length=MAX_DOC_IDS,
@@ -125,7 +125,7 @@ class AskIn(BaseModel):
 
 class RetrieveIn(BaseModel):
     query: str = Field(min_length=1, max_length=2000)
-    top_k: int = Field(5, ge=1, le=50)
+    top_k: int = Field(5, ge=1, le=50, strict=True)
     doc_ids: list[DocId] | None = Field(
         None,
         max_length=MAX_DOC_IDS,

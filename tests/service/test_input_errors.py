@@ -58,13 +58,18 @@ def test_offset_at_the_cap_is_answered(service: Service) -> None:
 def test_too_many_doc_ids_is_422_in_words(service: Service, path: str, field: str) -> None:
     from rag_app.service.schemas import MAX_DOC_IDS
 
-    ids = [f"{i:024x}" for i in range(32_766)]
+    ids = [f"{i:024x}" for i in range(MAX_DOC_IDS + 1)]
     response = service.client.post(
         path, json={field: "住宿标准", "doc_ids": ids}, headers=service.editor
     )
     assert response.status_code == 422, response.text
     assert f"at most {MAX_DOC_IDS}" in response.text
-    assert len(response.content) < 10_000  # the 32,766 ids are not echoed back
+    assert len(response.content) < 10_000  # the 4,097 ids are not echoed back
+    many = [f"{i:024x}" for i in range(32_766)]  # 900 KB: over RAG_JSON_MAX_KB, never parsed
+    response = service.client.post(
+        path, json={field: "住宿标准", "doc_ids": many}, headers=service.editor
+    )
+    assert response.status_code == 413 and "RAG_JSON_MAX_KB" in response.text
 
 
 @pytest.mark.parametrize("path,field", [("/api/ask", "question"), ("/api/retrieve", "query")])

@@ -228,3 +228,58 @@ def test_live_server_stops_reading_a_chunked_body_at_the_limit(
     head += f"{len(part):x}\r\n".upper() + part.decode() + "\r\n"
     # 64 MB offered against a 0.25 MB limit
     assert " 413 " in _exchange(server.port, head, body_blocks=1024)
+
+
+class TestJsonRoutes:
+    """/api/ask and /api/retrieve check the key, then the size, before reading the body."""
+
+    @pytest.mark.parametrize("path", ["/api/ask", "/api/retrieve"])
+    def test_no_key_is_401_before_the_body_is_read(self, service: Service, path: str) -> None:
+        for headers in ({}, bearer("rk_nope_nope")):
+            body = _Pulled(head=b'{"question": "', blocks=10)
+            response = service.client.post(
+                path, content=body.sync(), headers={"Content-Type": "application/json", **headers}
+            )
+            assert response.status_code == 401 and body.read == 0
+
+    def test_a_body_over_the_cap_is_413_read_no_further(self) -> None:
+        from fastapi import HTTPException
+        from starlette.requests import Request
+
+        from rag_app.service.json_body import read_json
+        from rag_app.service.schemas import AskIn
+
+        body = _Pulled(head=b'{"question": "', blocks=10**4)  # 640 MB if read
+        chunks = body.sync()
+
+        async def receive() -> dict[str, Any]:
+            chunk = next(chunks, b"")
+            return {"type": "http.request", "body": chunk, "more_body": bool(chunk)}
+
+        def request(headers: list[tuple[bytes, bytes]]) -> Request:
+            scope = {"type": "http", "method": "POST", "path": "/api/ask", "headers": headers}
+            return Request(scope, receive)
+
+        json_type = [(b"content-type", b"application/json")]
+        with pytest.raises(HTTPException) as caught:
+            asyncio.run(read_json(request(json_type), AskIn, 256 * 1024))
+        assert caught.value.status_code == 413 and "RAG_JSON_MAX_KB" in caught.value.detail
+        assert body.read <= 256 * 1024 + body.block
+        declared = [*json_type, (b"content-length", str(10**9).encode())]
+        before = body.read
+        with pytest.raises(HTTPException) as caught:
+            asyncio.run(read_json(request(declared), AskIn, 256 * 1024))
+        assert caught.value.status_code == 413 and body.read == before  # not a byte read
+
+    def test_top_k_must_be_an_integer_and_json_is_required(self, service: Service) -> None:
+        ask = {"question": "住宿标准"}
+        for bad in (True, "5", 5.5):
+            response = service.client.post(
+                "/api/ask", json={**ask, "top_k": bad}, headers=service.reader
+            )
+            assert response.status_code == 422 and "top_k" in response.text, (bad, response.text)
+        form = service.client.post("/api/ask", data=ask, headers=service.reader)
+        assert form.status_code == 415
+        openapi = service.client.get("/openapi.json").json()
+        schema = openapi["paths"]["/api/ask"]["post"]["requestBody"]["content"]
+        assert "question" in schema["application/json"]["schema"]["properties"]
