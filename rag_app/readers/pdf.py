@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 from typing import Any
 
 from pypdf import PdfReader
@@ -175,7 +176,26 @@ def _info(reader: PdfReader) -> tuple[str | None, str | None]:
     except Exception as exc:  # noqa: BLE001 - broken metadata is not worth failing over
         log.debug("PDF metadata unreadable: %s", exc)
         return None, None
-    return _clean_info(title), _clean_info(author)
+    title = _clean_info(title)
+    return (None if title is None or placeholder_title(title) else title), _clean_info(author)
+
+
+# What authoring tools write when nobody set a title: not a heading for the document's chunks
+# (the heading path then starts at the document's own first heading or line).
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:untitled(?:[\s-]*\d+)?|no title|title|document\s*\d*|文档\s*\d*|无标题(?:\s*\d+)?"
+    r"|新建\s*\S*\s*文档(?:\s*\d+)?|slide\s*\d*|powerpoint presentation|presentation\s*\d*"
+    r"|<?unknown>?|none|null|-+)$"
+)
+_TOOL_PREFIX = re.compile(r"(?i)^(?:microsoft (?:word|excel|powerpoint)|wps(?: 文字)?)\s*-\s*")
+_FILE_NAME = re.compile(r"(?i)\.(?:docx?|xlsx?|pptx?|pdf|txt|rtf|odt|wps)$")
+
+
+def placeholder_title(title: str) -> bool:
+    """Whether a PDF's metadata title is a tool's placeholder ("untitled", "Microsoft Word -
+    报告.docx", a bare file name) rather than a title someone gave it."""
+    text = title.strip()
+    return bool(_PLACEHOLDER.match(text) or _TOOL_PREFIX.match(text) or _FILE_NAME.search(text))
 
 
 def _clean_info(value: object) -> str | None:

@@ -324,6 +324,25 @@ def test_pdf_pages_and_offsets(tmp_path: Path) -> None:
     assert "\x00" not in parsed.text and "\r" not in parsed.text
 
 
+@pytest.mark.parametrize(
+    "placeholder", ["untitled", "Microsoft Word - Policy.docx", "Document1", "policy-v2.pdf"]
+)
+def test_a_placeholder_pdf_title_is_not_the_documents_title(
+    tmp_path: Path, placeholder: str
+) -> None:
+    """A tool's placeholder is no title: the chunks' heading path then starts at the document's
+    own first line, not at "Microsoft Word - …"."""
+    from rag_app.chunking.parser import StructureAwareNodeParser
+
+    data = make_pdf(["Password policy", "Rotate every 90 days"], title=placeholder)
+    parsed = read_file(write(tmp_path, "policy.pdf", data))
+    assert parsed.title is None
+    chunks = StructureAwareNodeParser().chunk(parsed.text, parsed.fmt, parsed.title)
+    assert chunks and all(placeholder not in " ".join(c.title_path) for c in chunks)
+    kept = read_file(write(tmp_path, "named.pdf", make_pdf(["x"], title="2023 Annual Report")))
+    assert kept.title == "2023 Annual Report"
+
+
 def test_pdf_chinese_cid_font_extracts() -> None:
     # reportlab's built-in (non-embedded) CID font; pypdf maps it back to Unicode.
     data = make_pdf(
