@@ -123,3 +123,53 @@ def test_archive_entry_count_is_bounded() -> None:
     check_archive(out.getvalue(), max_unpacked_bytes=1 << 20, max_entries=30)
     with pytest.raises(ReaderError, match="30 entries, over the limit of 29"):
         check_archive(out.getvalue(), max_unpacked_bytes=1 << 20, max_entries=29)
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(c) for c in path.read_text().split()] if path.exists() else []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc (Linux)")
+def test_the_parse_server_ignores_ctrl_c_and_dies_with_its_parent() -> None:
+    """Ctrl-C to the process group (a notebook kernel stopping) leaves the server quiet and
+    serving; when its ingesting process goes away mid-parse, the server and the file's child
+    exit within 2 s instead of parsing on for up to RAG_PARSE_TIMEOUT."""
+    import os
+    import signal
+    import time
+
+    from rag_app.ingestion.isolation import ParseJob, _Server
+
+    def job(name: str, data: bytes) -> ParseJob:
+        return ParseJob(data=data, filename=name, doc_id="d", tenant="t", source=name,
+                        max_file_bytes=0, unpacked_max_bytes=0, ocr=False, chunker="structure",
+                        chunk_size=512, chunk_overlap=64, section_level=2)  # fmt: skip
+
+    server = _Server()
+    try:
+        os.kill(server.process.pid, signal.SIGINT)
+        time.sleep(0.2)
+        kind, _ = server.parse(job("a.md", GOOD.encode()), timeout=30, max_mb=0)
+        assert kind == "ok" and server.process.poll() is None
+        server.conn.send((job("bomb.docx", paragraph_bomb(30_000)), 60.0, 0.0))
+        deadline = time.monotonic() + 10
+        while not (children := _children(server.process.pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert children, "the server forked no child for the file"
+        server.conn.close()  # the ingesting side is gone
+        started = time.monotonic()
+        server.process.wait(5)
+        assert time.monotonic() - started < 2.0
+        time.sleep(0.2)
+        assert all(not Path(f"/proc/{c}").exists() or _zombie(c) for c in children)
+    finally:
+        if server.process.poll() is None:
+            server.process.kill()
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True

@@ -4,7 +4,8 @@ child per file (``python -m rag_app.ingestion.parse_zygote FD``; see rag_app/ing
 It reads ``(job, timeout, max_mb)`` from the connection on file descriptor FD, forks a child that
 limits its address space (``RLIMIT_AS``: its size after the fork plus ``max_mb``), parses and
 chunks the file and writes the pickled reply to a pipe; the server waits ``timeout`` seconds for
-the reply (then kills the child) and forwards it. Replies: ``("ok", Chunked)``, ``("reader",
+the reply (then kills the child) and forwards it; if the ingesting process dies meanwhile, it
+kills the child and exits at once. Replies: ``("ok", Chunked)``, ``("reader",
 message)``, ``("memory", "")``, ``("timeout", "")``, ``("died", how)`` or ``("error", message)``.
 The server is single-threaded, so forking it is safe; it exits when the connection closes.
 """
@@ -16,7 +17,7 @@ import pickle
 import resource
 import signal
 import sys
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import rag_app.chunking  # noqa: F401 - imported once here, not in every child
@@ -98,7 +99,12 @@ def _serve_one(conn: Connection, job: ParseJob, timeout: float, max_mb: float) -
     os.close(write_fd)
     reader = Connection(read_fd, writable=False)
     try:
-        if not reader.poll(timeout):
+        ready = wait([reader, conn], timeout)
+        if conn in ready:  # the ingesting process is gone (EOF): no one to reply to
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os._exit(0)
+        if not ready:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             return pickle.dumps(("timeout", ""))
@@ -141,6 +147,9 @@ def _warm_up() -> None:
 
 
 def main() -> None:
+    # Ctrl-C (a notebook kernel's stop) reaches the whole process group: the server is not
+    # the one to answer it; it exits when its ingesting process closes the connection.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(int(sys.argv[1]))
     _warm_up()
     conn.send(("ready", os.getpid()))

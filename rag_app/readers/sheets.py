@@ -117,9 +117,25 @@ def sheet_table(grid: list[list[str]], spans: Sequence[Span]) -> str:
 
 
 def render_sheets(sheets: Sequence[tuple[str, str]]) -> str:
-    """``## name`` + table for every (name, table) with a table; blocks separated by a blank line."""
-    parts = [f"## {one_line(name) or '表格'}\n\n{table}" for name, table in sheets if table]
+    """``## name`` + table for every (name, table) with a table; blocks separated by a blank line.
+    A banner caption that only repeats the sheet's name is dropped (the heading says it)."""
+    parts = [
+        f"## {one_line(name) or '表格'}\n\n{_without_echo(one_line(name), table)}"
+        for name, table in sheets
+        if table
+    ]
     return "\n\n".join(parts)
+
+
+def _without_echo(name: str, table: str) -> str:
+    caption, sep, rest = table.partition("\n\n")
+    if sep and not caption.startswith("|") and _plain(caption) == _plain(name):
+        return rest
+    return table
+
+
+def _plain(text: str) -> str:
+    return "".join(text.replace("\\", "").split()).casefold()
 
 
 def read_xlsx(data: bytes, name: str = "") -> ParsedFile:

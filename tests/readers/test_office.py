@@ -139,3 +139,31 @@ def test_office_formats_reject_what_is_not_a_zip_package(name: str) -> None:
         read_bytes(b"%PDF-1.4 not really", name)
     with pytest.raises(ReaderError, match="not a valid"):
         read_bytes(b"PK\x03\x04 truncated", name)
+
+
+def test_a_banner_that_repeats_the_sheet_name_is_not_said_twice() -> None:
+    """A merged first row holding only the sheet's name is the sheet's heading already; a banner
+    that says more (a year, a unit) stays as the table's caption."""
+    import io
+
+    import openpyxl
+
+    from rag_app.readers.sheets import read_xlsx
+
+    def workbook(banner: str) -> bytes:
+        book = openpyxl.Workbook()
+        sheet = book.active
+        sheet.title = "库存明细"
+        sheet.append([banner, "", ""])
+        sheet.merge_cells("A1:C1")
+        sheet.append(["SKU", "名称", "库存"])
+        sheet.append(["SKU-1023", "螺丝", 120])
+        sheet.append(["SKU-1024", "螺母", 80])
+        buffer = io.BytesIO()
+        book.save(buffer)
+        return buffer.getvalue()
+
+    echo = read_xlsx(workbook(" 库存明细 ")).text
+    assert echo.count("库存明细") == 1 and echo.startswith("## 库存明细\n\n| SKU |"), echo
+    caption = read_xlsx(workbook("2024年库存明细表")).text
+    assert "2024年库存明细表" in caption and "| SKU-1023 | 螺丝 | 120 |" in caption
