@@ -15,6 +15,7 @@ var state = {
   loadSeq: 0,
   chunkDocId: null,
   selected: {}, // doc_id -> filename: ask only within these documents (doc_ids)
+  authStatus: 0, // the HTTP status of the last rejected key check (401, 403; 0: none)
 };
 
 // ---------------------------------------------------------------- API
@@ -183,12 +184,14 @@ function loadMe() {
   return api("/api/me").then(
     function (me) {
       state.me = me;
+      state.authStatus = 0;
       show($("auth-error"), "");
       renderWhoami();
       return me;
     },
     function (err) {
       state.me = null;
+      state.authStatus = err.status || 0;
       renderWhoami();
       if (err.status !== 401 && err.status !== 403) show($("auth-error"), errText(err));
       return null;

@@ -6,7 +6,7 @@
  * markdown.js is a classic script (window.RagMarkdown), loaded before the modules run.
  */
 
-import { $ } from "./dom.js";
+import { $, show } from "./dom.js";
 import { state, renderWhoami, loadMe, loadHealth } from "./api.js";
 import { closeChunks } from "./chunks.js";
 import { loadDocs, renderDocs, clearSelected, setupDropzone } from "./documents.js";
@@ -22,7 +22,15 @@ function saveKey(key) {
   } catch (e) { /* storage disabled: keep the key in memory only */ }
   return loadMe().then(function (me) {
     if (me) return loadDocs();
-    renderDocs([]);
+    // no valid key: the list is unknown, not empty ("暂无文档" would say the KB is empty)
+    renderDocs([], true);
+    show(
+      $("doc-error"),
+      state.key
+        ? "无法列出文档：API key 未通过验证" +
+            (state.authStatus ? "（HTTP " + state.authStatus + "）" : "") + "。"
+        : "请先保存 API key 以列出文档。"
+    );
   });
 }
 

@@ -43,6 +43,12 @@ function loadDocs() {
     },
     function (err) {
       if (seq !== state.loadSeq) return;
+      if (err.status === 401 || err.status === 403) {
+        // not an empty knowledge base: a key that may not list it; show no one's documents
+        renderDocs([], true);
+        show($("doc-error"), "无法列出文档：" + errText(err) + "。请检查 API key。");
+        return;
+      }
       show($("doc-error"), "加载文档列表失败：" + errText(err));
       // keep polling while work is in flight, a transient error should not freeze the list
       schedulePoll();
@@ -50,7 +56,7 @@ function loadDocs() {
   );
 }
 
-function renderDocs(docs) {
+function renderDocs(docs, unknown) {
   state.docs = docs;
   var body = $("doc-body");
   var seen = {};
@@ -74,7 +80,7 @@ function renderDocs(docs) {
     if (!seen[id]) delete state.selected[id]; // a deleted document leaves the filter
   });
   renderFilter();
-  $("doc-empty").hidden = docs.length > 0;
+  $("doc-empty").hidden = docs.length > 0 || !!unknown; // unknown: the list could not be read
   loadHealth();
 }
 
@@ -224,7 +230,7 @@ function removeDoc(id) {
   api("/api/documents/" + encodeURIComponent(id), { method: "DELETE" }).then(
     function () {
       show($("doc-error"), "");
-      show($("upload-error"), ""); // e.g. a 409 naming the document just deleted
+      dropUploadErrors(id); // e.g. a 409 naming the document just deleted
       if (state.chunkDocId === id) closeChunks();
       return loadDocs();
     },
@@ -238,10 +244,9 @@ function uploadFiles(fileList) {
   var files = Array.prototype.slice.call(fileList || []);
   if (!files.length) return;
   if (!canEdit()) {
-    show($("upload-error"), state.me ? "上传需要 editor 角色（当前为 reader）。" : "请先保存有效的 API key。");
+    addUploadError(state.me ? "上传需要 editor 角色（当前为 reader）。" : "请先保存有效的 API key。");
     return;
   }
-  show($("upload-error"), "");
   var errors = [];
   var accepted = [];
   var chain = Promise.resolve();
@@ -257,14 +262,14 @@ function uploadFiles(fileList) {
             "已上传 " + (res.filename || file.name) + "（job " + res.job_id + "），解析进度见下方列表";
         },
         function (err) {
-          errors.push(uploadErrorText(file.name, err));
+          errors.push(file.name);
+          addUploadError(uploadErrorText(file.name, err), err.body && err.body.doc_id);
         }
       );
     });
   });
   return chain.then(function () {
     $("upload-input").value = "";
-    if (errors.length) show($("upload-error"), errors.join("\n"));
     if (accepted.length > 1) {
       $("upload-status").textContent =
         "已上传 " + accepted.length + " 个文件：" + accepted.join("、") + "，解析进度见下方列表";
@@ -273,6 +278,33 @@ function uploadFiles(fileList) {
     }
     return loadDocs();
   });
+}
+
+// Upload errors stay until dismissed (each its own line with a close button): the next upload
+// does not wipe out what went wrong with the last one.
+function addUploadError(text, docId) {
+  var box = $("upload-error");
+  var close = el("button", {
+    type: "button", class: "ghost small", "data-testid": "upload-error-dismiss",
+    title: "关闭", "aria-label": "关闭这条错误", text: "×",
+  });
+  var item = el("div", { class: "upload-error-item", "data-testid": "upload-error-item" },
+    el("span", { text: text }), close);
+  if (docId) item.setAttribute("data-doc-id", docId);
+  close.addEventListener("click", function () {
+    item.remove();
+    box.hidden = !box.children.length;
+  });
+  box.appendChild(item);
+  box.hidden = false;
+}
+
+function dropUploadErrors(docId) {
+  var box = $("upload-error");
+  Array.prototype.slice.call(box.children).forEach(function (item) {
+    if (item.getAttribute("data-doc-id") === docId) item.remove();
+  });
+  box.hidden = !box.children.length;
 }
 
 function uploadErrorText(name, err) {

@@ -235,7 +235,7 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     page.get_by_test_id("ask-input").fill("一线城市住宿标准是多少？")
     page.get_by_test_id("ask-button").click()
     answer = page.get_by_test_id("answer")
-    expect(answer).to_contain_text("600")
+    expect(answer).to_contain_text("600", timeout=INGEST_TIMEOUT_MS)  # the first ask loads models
     markers = answer.get_by_test_id("citation-marker")
     expect(markers.first).to_be_visible()
     expect(page.get_by_test_id("timings")).to_contain_text("ms")
@@ -559,3 +559,88 @@ def test_document_filter_limits_the_question_to_the_chosen_documents(
     finally:
         for doc_id in ids.values():
             httpx.delete(f"{live.url}/api/documents/{doc_id}", headers=headers, timeout=30)
+
+
+@pytest.mark.parametrize("width", [1280, 1400])
+def test_beside_the_ask_panel_every_documents_action_is_in_view(
+    live: Live, browser: Any, width: int
+) -> None:
+    """At desktop widths the documents panel shares the screen with the ask panel: a row's
+    actions stay in view without scrolling the table sideways."""
+    import httpx
+
+    response = httpx.post(
+        f"{live.url}/api/documents",
+        files={"file": ("一个相当长的文件名用来把表格撑宽的差旅管理办法.md", POLICY_MD.encode())},
+        headers={"Authorization": f"Bearer {live.editor_key}"},
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    doc_id = response.json()["doc_id"]
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, locale="zh-CN", timezone_id="Asia/Shanghai"
+    )
+    page = context.new_page()
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    try:
+        page.goto(live.url + "/")
+        _save_key(page, live.editor_key)
+        row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
+        expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+        wrap = page.locator(".table-wrap")
+        box = wrap.bounding_box()
+        assert box is not None
+        assert wrap.evaluate("w => w.scrollWidth <= w.clientWidth + 1"), (
+            "the table scrolls sideways"
+        )
+        for testid in ("chunks-button", "reparse-button", "delete-button"):
+            button = row.get_by_test_id(testid)
+            expect(button).to_be_in_viewport(ratio=1)
+            b = button.bounding_box()
+            assert b and b["x"] + b["width"] <= box["x"] + box["width"] + 1, (testid, b, box)
+        if SCREENSHOTS:
+            DOC_IMG.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(DOC_IMG / f"desktop-{width}.png"))
+    finally:
+        httpx.delete(
+            f"{live.url}/api/documents/{doc_id}",
+            headers={"Authorization": f"Bearer {live.editor_key}"},
+            timeout=30,
+        )
+        context.close()
+
+
+def test_a_rejected_key_is_not_an_empty_kb_and_upload_errors_stay(
+    live: Live, page: Any, tmp_path: Path
+) -> None:
+    """A 401 key shows why the list is missing, not "暂无文档"; each failed upload keeps its own
+    line until it is dismissed, the next upload's error joins it."""
+    watch = PageWatch().attach(page)
+    shot = Shots(page, tmp_path)
+    page.goto(live.url + "/")
+    _save_key(page, "rk_nope_notakey")
+    expect(page.get_by_test_id("auth-error")).to_contain_text("401")
+    expect(page.get_by_test_id("doc-error")).to_contain_text("401")
+    expect(page.get_by_test_id("doc-empty")).to_be_hidden()
+    shot("rejected-key")
+
+    _save_key(page, live.editor_key)
+    expect(page.get_by_test_id("doc-error")).to_be_hidden()
+    empty = tmp_path / "空文件.md"
+    empty.write_bytes(b"")
+    binary = tmp_path / "程序.exe"
+    binary.write_bytes(b"MZ\x90\x00" + bytes(range(256)) * 4)
+    page.get_by_test_id("upload-input").set_input_files(str(empty))
+    items = page.get_by_test_id("upload-error-item")
+    expect(items).to_have_count(1)
+    page.get_by_test_id("upload-input").set_input_files(str(binary))
+    expect(items).to_have_count(2)  # the first error is still there
+    expect(items.nth(0)).to_contain_text("空文件.md")
+    expect(items.nth(1)).to_contain_text("程序.exe")
+    shot("upload-errors")
+    items.nth(0).get_by_test_id("upload-error-dismiss").click()
+    expect(items).to_have_count(1)
+    expect(items.first).to_contain_text("程序.exe")
+    items.first.get_by_test_id("upload-error-dismiss").click()
+    expect(page.get_by_test_id("upload-error")).to_be_hidden()
+    watch.assert_clean(expected_statuses=(401, 415, 422))
