@@ -355,7 +355,7 @@ def main() -> None:
         t0 = time.perf_counter()
         model = load_embedding(embedding, batch_size=batch_size, threads=base.embed_threads)
         model._get_text_embeddings(["预热：中华人民共和国民法典第一条。"] * 8)  # load + warm up
-        from rag_app.retrieval.tokenizer import tokenize
+        from rag_app.text.tokenizer import tokenize
 
         tokenize("预热 jieba 分词词典")
         load_s = time.perf_counter() - t0

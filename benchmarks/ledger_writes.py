@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import CACHE, RESULTS, machine, write_json  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from rag_app.retrieval.tokenizer import tokenize  # noqa: E402
 from rag_app.store.ledger import Ledger  # noqa: E402
+from rag_app.text.tokenizer import tokenize  # noqa: E402
 
 ROWS_PER_FILE = 33
 

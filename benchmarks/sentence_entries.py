@@ -40,7 +40,7 @@ from retrieval_levers import (  # noqa: E402
 )
 
 from rag_app.retrieval.hybrid import HybridRetriever  # noqa: E402
-from rag_app.retrieval.tokenizer import label_tokens, query_tokens, tokenize  # noqa: E402
+from rag_app.text.tokenizer import label_tokens, query_tokens, tokenize  # noqa: E402
 
 _SPLIT = re.compile(r"(?<=[。！？；!?;])|\n+")
 _WORD = re.compile(r"\w")

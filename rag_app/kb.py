@@ -29,7 +29,6 @@ from rag_app.query import QueryService, node_to_source
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.scope import Request
 from rag_app.retrieval.stats import TermStatistics
-from rag_app.retrieval.tokenizer import TOKENS_VERSION, tokenize
 from rag_app.store import doctor
 from rag_app.store.api_keys import ApiKeyStore
 from rag_app.store.collection_name import collection_for
@@ -38,6 +37,7 @@ from rag_app.store.ledger import Ledger
 from rag_app.store.retokenize import retokenize_keywords
 from rag_app.store.vectors import VectorStore
 from rag_app.store.writer_lock import WriterLock
+from rag_app.text.tokenizer import TOKENS_VERSION, tokenize
 from rag_app.types import Answer, ChunkInfo, DocumentInfo, FileResult, IngestReport, Source
 
 __all__ = [

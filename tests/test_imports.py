@@ -279,3 +279,16 @@ def test_the_service_and_the_cli_ask_the_facade_not_its_ledger() -> None:
         if name.startswith(("rag_app/service/", "rag_app/cli/")) and reaches_into_the_ledger(tree)
     ]
     assert offenders == [], offenders
+
+
+def test_the_text_package_is_a_leaf() -> None:
+    """rag_app/text (tokenizer, numerals) imports nothing of rag_app outside itself, so every
+    layer can use it without one package sitting above another."""
+    graph = import_graph(ROOT / "rag_app")
+    outside = {
+        name: sorted(t for t in targets if not t.startswith("rag_app.text"))
+        for name, targets in graph.items()
+        if name.startswith("rag_app.text")
+    }
+    assert graph.get("rag_app.text.tokenizer") is not None
+    assert all(not targets for targets in outside.values()), outside

@@ -12,7 +12,7 @@ from rag_app.analysis.entities import named_entities
 from rag_app.analysis.head import CLAUSE_MARKS, HeadReader, word_spans
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.values import bounds_among, value_matches
-from rag_app.retrieval.tokenizer import label_tokens, query_tokens
+from rag_app.text.tokenizer import label_tokens, query_tokens
 
 # answer types whose answer is a value of a recognisable form (lexicon value_patterns)
 VALUE_TYPES = ("duration", "date", "money", "ratio", "number", "person", "organization", "place")
@@ -70,7 +70,7 @@ class QuestionAnalysis(BaseModel):
 
 
 def _jieba_posseg():  # type: ignore[no-untyped-def]
-    from rag_app.retrieval.tokenizer import _jieba
+    from rag_app.text.tokenizer import _jieba
 
     _jieba()  # initialised once, under its lock
     import jieba.posseg

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 
-from rag_app.retrieval.tokenizer import _jieba
+from rag_app.text.tokenizer import _jieba
 
 _QUANTITY = re.compile(
     r"[0-9一二两三四五六七八九十百千万几半每第]+[^0-9一二两三四五六七八九十百千万几半每第]"

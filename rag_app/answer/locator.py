@@ -39,6 +39,7 @@ from rag_app.answer.question_features import (
 from rag_app.answer.reader import PassageReader, cosine_embedder
 from rag_app.answer.units import AnswerUnit, evidence_units
 from rag_app.retrieval.stats import TermStatistics
+from rag_app.text.numerals import in_words
 
 TYPE_WORDS = {
     "duration": "时长",
@@ -392,27 +393,3 @@ def _short(unit: AnswerUnit, limit: int = 24) -> str:
     text = unit.cells[0] if unit.kind == "row" and unit.cells else unit.text
     text = _SPACES.sub("", text)
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-_DIGIT_WORDS = "零一二三四五六七八九"
-
-
-def in_words(value: str) -> list[str]:
-    """The spellings of ``value`` with its whole number below 100 in Chinese numerals (4倍 ->
-    四倍, 15日 -> 十五日, 20天 -> 二十天; a lone 2 also as 两: 2倍 -> 二倍, 两倍); ``value``
-    itself when it has no such number."""
-    m = re.fullmatch(r"(\d{1,2})(\D*)", value)
-    if m is None:
-        return [value]
-    n = int(m.group(1))
-    tens, ones = divmod(n, 10)
-    if tens == 0:
-        words = _DIGIT_WORDS[ones]
-    else:
-        words = (
-            ("" if tens == 1 else _DIGIT_WORDS[tens]) + "十" + (_DIGIT_WORDS[ones] if ones else "")
-        )
-    spellings = [words + m.group(2)]
-    if n == 2:
-        spellings.append("两" + m.group(2))
-    return spellings

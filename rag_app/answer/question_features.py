@@ -16,7 +16,7 @@ import numpy as np
 from rag_app.analysis.question import QuestionAnalysis
 from rag_app.answer.features import DIGITS, FEATURES
 from rag_app.answer.odds import logit
-from rag_app.retrieval.tokenizer import canonical_forms
+from rag_app.text.tokenizer import canonical_forms
 
 QUESTION_FEATURES: tuple[str, ...] = (
     "p_best_logit",  # the support model's best probability, as log-odds

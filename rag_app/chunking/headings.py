@@ -36,6 +36,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rag_app.text.numerals import CN_NUMERALS
+
 __all__ = [
     "HEADING_SCHEMES",
     "ITEM_SCHEMES",
@@ -80,7 +82,7 @@ SCHEME_LEVEL: dict[str, int] = {s.name: s.level for s in HEADING_SCHEMES}
 ITEM_SCHEMES = frozenset({"cn_enum", "cn_paren", "num", "num2", "num3", "num_rparen", "num_paren"})
 """Numbering schemes that can mark either a short heading or a list item."""
 
-_CN = "一二三四五六七八九十百千零〇两"
+_CN = CN_NUMERALS
 _NUM = rf"(?:[{_CN}]+|[0-9０-９]+)"
 _D = "[0-9０-９]"
 

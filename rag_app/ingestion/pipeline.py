@@ -23,7 +23,7 @@ from rag_app.chunking import build_node_parser
 from rag_app.config import Settings
 from rag_app.ingestion.row_entries import row_keywords
 from rag_app.readers import ParsedFile
-from rag_app.retrieval.tokenizer import tokenize
+from rag_app.text.tokenizer import tokenize
 
 # Document-level metadata keys; everything the chunker adds on top is chunk-level.
 DOC_KEYS = ("doc_id", "tenant", "source", "fmt", "title", "doc_type")

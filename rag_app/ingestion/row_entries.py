@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rag_app.retrieval.tokenizer import tokenize
+from rag_app.text.tokenizer import tokenize
 
 
 def table_rows(chunk: Mapping[str, Any]) -> list[str]:

@@ -20,7 +20,7 @@ from pydantic import Field, PrivateAttr
 
 from rag_app.answer.features import weighted_coverage
 from rag_app.retrieval.stats import TermStatistics
-from rag_app.retrieval.tokenizer import label_tokens, query_tokens
+from rag_app.text.tokenizer import label_tokens, query_tokens
 
 _LINE_LABEL = re.compile(r"^[#*\s]*第[零〇一二两三四五六七八九十百千\d]+(?:条|章|节|编)")
 _ASCII_TOKEN = re.compile(r"[0-9a-z._-]+")

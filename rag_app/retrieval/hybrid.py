@@ -22,10 +22,10 @@ from rag_app.retrieval.prf import expansion_terms, feedback_chunks
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
-from rag_app.retrieval.tokenizer import label_tokens, query_tokens, with_number_variants
 from rag_app.store.postings import single_term
 from rag_app.store.protocols import RetrievalLedger
 from rag_app.store.vectors import VectorStore
+from rag_app.text.tokenizer import label_tokens, query_tokens, with_number_variants
 from rag_app.types import ChunkInfo
 
 Mode = Literal["hybrid", "dense", "keyword"]

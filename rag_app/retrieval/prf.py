@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rag_app.retrieval.scope import Scope
-from rag_app.retrieval.tokenizer import tokenize
+from rag_app.text.tokenizer import tokenize
 from rag_app.types import ChunkInfo
 
 # article labels (第33条) and bare numbers name one place; they don't bridge wording

@@ -65,7 +65,7 @@ def _threads(pool: WorkerPool) -> WorkersHealth:
 
 
 def _warm_up(kb: KnowledgeBase, ingests: bool) -> None:
-    from rag_app.retrieval.tokenizer import query_tokens
+    from rag_app.text.tokenizer import query_tokens
 
     try:
         _ = kb.embed_model

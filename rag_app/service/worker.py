@@ -58,7 +58,7 @@ def warm_up(kb: KnowledgeBase) -> None:
     """What a worker's first job would otherwise wait for: the embedding model (and one call to
     it), jieba's dictionary and the parse server (unless parsing runs in-process)."""
     from rag_app.ingestion.isolation import prestart
-    from rag_app.retrieval.tokenizer import tokenize
+    from rag_app.text.tokenizer import tokenize
 
     try:
         if not kb.settings.parse_in_process:

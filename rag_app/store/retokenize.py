@@ -2,7 +2,7 @@
 
 The keyword index holds each chunk's tokens as ``tokenize`` made them at ingestion. When a
 release changes what ``tokenize`` makes of a text (``TOKENS_VERSION`` in
-rag_app/retrieval/tokenizer.py), the index is rewritten from the ledger's own chunk rows, the
+rag_app/text/tokenizer.py), the index is rewritten from the ledger's own chunk rows, the
 heading path and text the built pipelines index, in one transaction, the first time a writer opens
 the knowledge base: a keyword-only change costs a pass of the tokenizer over the chunks, not a
 re-chunking and re-embedding of every document. The version written is kept in ``kb_meta``, so

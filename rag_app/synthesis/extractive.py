@@ -16,7 +16,7 @@ from rag_app.answer.features import DIGITS, term_credit
 from rag_app.answer.locator import AnswerDecision, ScoredUnit
 from rag_app.answer.question_features import in_range, numeric_range
 from rag_app.answer.units import AnswerUnit
-from rag_app.retrieval.tokenizer import leading_label
+from rag_app.text.tokenizer import leading_label
 from rag_app.types import Citation
 
 MAX_SUPPORT = 2

@@ -306,7 +306,7 @@ def test_an_answer_names_the_names_its_evidence_lacks(kb, embed_model, tmp_path)
      ("100元", ["100元"])],
 )  # fmt: skip
 def test_a_stated_number_in_chinese_numerals(value: str, written: list[str]) -> None:
-    from rag_app.answer.locator import in_words
+    from rag_app.text.numerals import in_words
 
     assert in_words(value) == written
 

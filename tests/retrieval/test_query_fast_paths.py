@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_app.retrieval.tokenizer import query_tokens
+from rag_app.text.tokenizer import query_tokens
 
 QUESTIONS = [
     "数据库服务器的IP地址是多少？",

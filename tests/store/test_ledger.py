@@ -17,10 +17,10 @@ import pytest
 from sqlalchemy import delete, select, text
 
 from rag_app.faults import InjectedFault
-from rag_app.retrieval.tokenizer import query_tokens, tokenize
 from rag_app.service.auth import Role, create_key, list_keys, revoke_key, verify_key
 from rag_app.store.jobs import JobQueue, JobStatus
 from rag_app.store.ledger import DocumentGone, Ledger, chunks, documents
+from rag_app.text.tokenizer import query_tokens, tokenize
 from rag_app.types import DocStatus
 
 

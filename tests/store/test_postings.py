@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from rag_app.retrieval.tokenizer import query_tokens
 from rag_app.store.ledger import Ledger
+from rag_app.text.tokenizer import query_tokens
 from tests.store.test_ledger import add_version
 
 WORDS = (

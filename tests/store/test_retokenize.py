@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from rag_app import KnowledgeBase
-from rag_app.retrieval.tokenizer import TOKENS_VERSION, query_tokens, tokenize
 from rag_app.store.ledger import Ledger, chunks
 from rag_app.store.retokenize import TOKENS_META, keyword_text, retokenize_keywords
 from rag_app.store.schema import set_meta
+from rag_app.text.tokenizer import TOKENS_VERSION, query_tokens, tokenize
 from tests.store.test_ledger import begin, commit, make_rows
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.retrieval.tokenizer import (
+from rag_app.text.tokenizer import (
     chinese_number,
     label_tokens,
     month_tokens,
@@ -62,7 +62,7 @@ def _reference_tokenize(text: str) -> list[str]:
 
     import jieba
 
-    from rag_app.retrieval.tokenizer import STOPWORDS
+    from rag_app.text.tokenizer import STOPWORDS
 
     normalized = unicodedata.normalize("NFKC", text).lower()
     word = re.compile(r"\w", re.UNICODE)
@@ -96,7 +96,7 @@ def test_tokens_equal_jieba_search_mode_on_mixed_text() -> None:
 
 
 def test_a_month_or_day_matches_with_or_without_its_leading_zero() -> None:
-    from rag_app.retrieval.tokenizer import with_number_variants
+    from rag_app.text.tokenizer import with_number_variants
 
     assert with_number_variants(["2021", "年", "3", "月"]) == ["2021", "年", "3", "03", "月"]
     assert with_number_variants(["2021", "03", "01"]) == ["2021", "03", "3", "01", "1"]

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from rag_app.text.numerals import chinese_number
+
 logger = logging.getLogger(__name__)
 
 STOPWORDS = frozenset(
@@ -37,9 +39,6 @@ STOPWORDS = frozenset(
     """.split()
 )
 
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
-              "七": 7, "八": 8, "九": 9}  # fmt: skip
-_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
 _LABEL = re.compile(r"第([零〇一二两三四五六七八九十百千\d]+)(编|章|节|条|款|项)")
 _WORD = re.compile(r"\w", re.UNICODE)
 
@@ -54,22 +53,6 @@ except ImportError:  # pragma: no cover - rjieba is a dependency; jieba alone gi
 
 # a block of only these goes to rjieba; one with jieba's joiners (+#&._%-) stays with jieba
 _PLAIN_BLOCK = re.compile(r"[\u4E00-\u9FD5a-zA-Z0-9]+")
-
-
-def chinese_number(text: str) -> int | None:
-    """'三十三' -> 33, '一百零五' -> 105, '33' -> 33; None when it isn't a number."""
-    if text.isdigit():
-        return int(text)
-    total, current = 0, 0
-    for ch in text:
-        if ch in _CN_DIGITS:
-            current = _CN_DIGITS[ch]
-        elif ch in _CN_UNITS:
-            total += (current or 1) * _CN_UNITS[ch]
-            current = 0
-        else:
-            return None
-    return total + current
 
 
 def leading_label(text: str) -> str | None:
