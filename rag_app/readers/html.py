@@ -167,7 +167,45 @@ def html_to_markdown(markup: str) -> tuple[str, str | None]:
     except RecursionError:
         log.warning("HTML nested too deeply for structure; falling back to plain text")
         text = _plain_text(root)
+    # libxml2 drops what is nested deeper than its limit (about 2,000 levels, huge_tree or not):
+    # a tree that reaches it lost text, so the markup's text is read without structure instead
+    if _depth(root) >= _PARSER_DEPTH_LIMIT:
+        log.warning(
+            "HTML nested beyond the parser's depth limit; reading its text without structure"
+        )
+        text = _text_by_tags(markup)
     return text, _title(root) or renderer.first_h1
+
+
+_HIDDEN_BLOCK_RE = re.compile(r"(?is)<(script|style|template|noscript|head)\b.*?</\1\s*>")
+_COMMENT_RE = re.compile(r"(?s)<!--.*?-->")
+_BREAK_TAG_RE = re.compile(
+    r"(?i)</?(?:p|div|br|li|tr|h[1-6]|table|ul|ol|section|article|pre|blockquote)\b[^>]*>"
+)
+_TAG_RE = re.compile(r"(?s)<[^>]*>")
+
+
+def _text_by_tags(markup: str) -> str:
+    """The visible text of ``markup`` by removing tags (no tree: any depth), a paragraph per
+    block; a fallback for pages the parser cannot hold."""
+    import html
+
+    text = _COMMENT_RE.sub("", _HIDDEN_BLOCK_RE.sub("", markup))
+    text = _TAG_RE.sub("", _BREAK_TAG_RE.sub("\n", text))
+    lines = (one_line(html.unescape(line)) for line in text.split("\n"))
+    return "\n\n".join(escape_block_start(line) for line in lines if line)
+
+
+_PARSER_DEPTH_LIMIT = 2000
+
+
+def _depth(root: Any) -> int:
+    """How deep the parsed tree goes (elements on the deepest path)."""
+    depth = deepest = 0
+    for event, _ in lxml.etree.iterwalk(root, events=("start", "end")):
+        depth += 1 if event == "start" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _plain_text(root: Any) -> str:

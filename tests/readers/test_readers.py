@@ -653,3 +653,16 @@ def test_every_format_returns_nul_free_normalized_text(tmp_path: Path) -> None:
         import json
 
         json.dumps(parsed.metadata)
+
+
+def test_html_nested_beyond_the_parsers_depth_keeps_its_text() -> None:
+    """libxml2 drops what lies deeper than about 2,000 levels: 100k nested divs read as text
+    (not "no text content"), scripts still dropped, entities decoded."""
+    from rag_app.readers.html import read_html
+
+    depth = 100_000
+    page = ("<html><body><h1>标题</h1>" + "<div>" * depth + "深处的内容。<script>x=1</script>&amp;"
+            + "</div>" * depth + "<p>结尾</p></body></html>")  # fmt: skip
+    text = read_html(page.encode()).text
+    assert "深处的内容。" in text and "结尾" in text and "&" in text
+    assert "x=1" not in text and "<div>" not in text
