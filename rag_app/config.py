@@ -202,6 +202,12 @@ class Settings(BaseSettings):
     )
 
     upload_max_mb: float = Field(20.0, gt=0, description="Service: largest upload (413 above).")
+    body_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="Service: seconds a client may pause while sending a request body (408 "
+        "after), so that a stalled client does not hold its connection forever.",
+    )
     json_max_kb: int = Field(
         256,
         gt=0,

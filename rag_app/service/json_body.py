@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from rag_app.service.auth import KeyInfo
 from rag_app.service.deps import ServiceState, get_key, get_state
+from rag_app.service.upload_body import BodyStalled, paced
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -31,9 +32,9 @@ def _too_large(limit: int) -> HTTPException:
     )
 
 
-async def read_json(request: Request, model: type[M], limit: int) -> M:
+async def read_json(request: Request, model: type[M], limit: int, idle: float | None = None) -> M:
     """The body as ``model``: 415 unless JSON, 413 over ``limit`` bytes (declared or read),
-    422 for invalid JSON or fields."""
+    422 for invalid JSON or fields, 408 when the client pauses longer than ``idle`` seconds."""
     ctype = request.headers.get("content-type", "application/json").split(";")[0].strip()
     if ctype.lower() != "application/json":
         raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send a JSON body")
@@ -44,10 +45,13 @@ async def read_json(request: Request, model: type[M], limit: int) -> M:
         if int(declared) > limit:
             raise _too_large(limit)
     raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > limit:
-            raise _too_large(limit)
+    try:
+        async for chunk in paced(request.stream(), idle):
+            raw += chunk
+            if len(raw) > limit:
+                raise _too_large(limit)
+    except BodyStalled as exc:
+        raise HTTPException(status.HTTP_408_REQUEST_TIMEOUT, f"{exc} (RAG_BODY_TIMEOUT)") from None
     try:
         data = json.loads(bytes(raw))
     except (ValueError, RecursionError) as exc:
@@ -70,7 +74,9 @@ def json_body(model: type[M]) -> Callable[..., Coroutine[Any, Any, M]]:
         key: Annotated[KeyInfo, Depends(get_key)],
         state: Annotated[ServiceState, Depends(get_state)],
     ) -> M:
-        return await read_json(request, model, state.settings.json_max_kb * 1024)
+        return await read_json(
+            request, model, state.settings.json_max_kb * 1024, state.settings.body_timeout
+        )
 
     return dependency
 

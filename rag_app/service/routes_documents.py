@@ -88,7 +88,10 @@ async def upload_document(
     try:
         check_declared_length(request.headers.get("content-length"), limit)
         raw_name, data = await read_upload(
-            request.headers.get("content-type"), request.stream(), limit
+            request.headers.get("content-type"),
+            request.stream(),
+            limit,
+            state.settings.body_timeout,
         )
         name = sanitize_filename(raw_name)
         doc_type = check_content(name, data)

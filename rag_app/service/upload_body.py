@@ -9,6 +9,7 @@ unread, and reads the body through :func:`read_upload`, which stops at the limit
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -104,14 +105,33 @@ class _Parts:
         self.ended = True  # the closing boundary was read
 
 
+class BodyStalled(Exception):
+    """The client stopped sending its body for longer than the service waits."""
+
+
+async def paced(stream: AsyncIterator[bytes], idle: float | None) -> AsyncIterator[bytes]:
+    """``stream``'s chunks, raising :class:`BodyStalled` when the next one takes longer than
+    ``idle`` seconds (a client that opens a body and dribbles it holds a connection forever)."""
+    iterator = stream.__aiter__()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(iterator.__anext__(), idle)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise BodyStalled(f"no data from the client for {idle:g} s") from None
+        yield chunk
+
+
 async def read_upload(
-    content_type: str | None, stream: AsyncIterator[bytes], limit: int
+    content_type: str | None, stream: AsyncIterator[bytes], limit: int, idle: float | None = None
 ) -> tuple[str | None, bytes]:
     """The file name and bytes of the ``file`` field of a ``multipart/form-data`` body.
 
     Reads ``stream`` only while the body stays within ``limit`` bytes of file data plus
     ``FRAMING_SLACK`` (413 beyond: the rest is never read); 415 for another content type, 422
-    for a body without the field, 400 for a malformed one.
+    for a body without the field, 400 for a malformed one, 408 when the client pauses longer than
+    ``idle`` seconds.
     """
     ctype, params = parse_options_header(content_type or "")
     boundary = params.get(b"boundary")
@@ -136,7 +156,7 @@ async def read_upload(
     )
     received = 0
     try:
-        async for chunk in stream:
+        async for chunk in paced(stream, idle):
             received += len(chunk)
             if received > limit + FRAMING_SLACK:
                 raise too_large(limit)
@@ -144,6 +164,8 @@ async def read_upload(
         parser.finalize()
     except MultipartParseError as exc:
         raise UploadRejected(400, f"malformed multipart body: {exc}") from None
+    except BodyStalled as exc:
+        raise UploadRejected(408, f"{exc} (RAG_BODY_TIMEOUT): send the file again") from None
     if not parts.found:
         raise UploadRejected(422, "no file: send it in the multipart field 'file'")
     if not parts.ended:

@@ -85,6 +85,19 @@ class TestReader:
         )
         assert name == "制度.md" and data == b"x" * 1000
 
+    def test_a_client_that_stalls_mid_body_gets_408(self) -> None:
+        """A client that pauses longer than RAG_BODY_TIMEOUT does not hold its connection."""
+        head = _multipart("slow.md", b"abc")[:40]
+
+        async def stalled() -> AsyncIterator[bytes]:
+            yield head
+            await asyncio.sleep(30)
+            yield b"never"
+
+        with pytest.raises(UploadRejected) as caught:
+            asyncio.run(read_upload(MULTIPART, stalled(), 1000, idle=0.2))
+        assert caught.value.status_code == 408 and "RAG_BODY_TIMEOUT" in caught.value.detail
+
     def test_declared_length(self) -> None:
         check_declared_length(None, 100)
         check_declared_length(str(100 + FRAMING_SLACK), 100)
