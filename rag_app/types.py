@@ -35,6 +35,12 @@ class Source(BaseModel):
     suffix_chars: int = Field(0, description="Trailing characters repeated in the next chunk.")
     block_types: str = ""
     tenant: str = "default"
+    chunk_parts: list[tuple[int, int, int]] = Field(
+        default_factory=list,
+        description="Merged evidence (a hit with its neighbours): per chunk (chunk_index, "
+        "offset, base): its part starts at ``offset`` of ``text``, and position m of it is "
+        "position m - offset + base of that chunk's own text. Empty for a single chunk.",
+    )
 
 
 class FileResult(BaseModel):

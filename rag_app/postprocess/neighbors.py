@@ -57,12 +57,30 @@ def _chunk_from_node(node: TextNode) -> ChunkInfo:
 
 def merge_run(run: Sequence[ChunkInfo]) -> tuple[str, int, int]:
     """Text and span of contiguous chunks: the first whole, later ones without their prefix."""
-    first = run[0]
-    parts = [first.text[: len(first.text) - first.suffix_chars] if len(run) > 1 else first.text]
-    for i, chunk in enumerate(run[1:], start=1):
+    text, _ = merge_parts(run)
+    return text, run[0].start_char, max(c.end_char for c in run)
+
+
+def merge_parts(run: Sequence[ChunkInfo]) -> tuple[str, list[tuple[int, int, int]]]:
+    """The merged text of contiguous chunks and, for each chunk, ``(chunk_index, offset, base)``:
+    its part starts at ``offset`` of the merged text, and merged position ``m`` of it is
+    position ``m - offset + base`` of the chunk's own text (a citation of merged evidence
+    points back into the chunk the chunk viewer shows)."""
+    pieces: list[str] = []
+    parts: list[tuple[int, int, int]] = []
+    at = 0
+    for i, chunk in enumerate(run):
+        start = 0 if i == 0 else chunk.prefix_chars
         end = len(chunk.text) if i == len(run) - 1 else len(chunk.text) - chunk.suffix_chars
-        parts.append(chunk.text[chunk.prefix_chars : end])
-    return "\n".join(p.strip("\n") for p in parts), first.start_char, max(c.end_char for c in run)
+        raw = chunk.text[start:end]
+        piece = raw.strip("\n")
+        lead = len(raw) - len(raw.lstrip("\n"))
+        if pieces:
+            at += 1  # the joining newline
+        parts.append((chunk.chunk_index, at, start + lead))
+        pieces.append(piece)
+        at += len(piece)
+    return "\n".join(pieces), parts
 
 
 class NeighborExpansion(BaseNodePostprocessor):
@@ -142,9 +160,11 @@ class NeighborExpansion(BaseNodePostprocessor):
             run = [have[i] for i in range(lo, hi + 1)]
             emitted.update(c.chunk_id for c in run)
             text, start, end = merge_run(run)
+            _, parts = merge_parts(run)
             meta = dict(meta_of[chunk_id])
             meta.update(
                 chunk_index=run[0].chunk_index,
+                chunk_parts=";".join(f"{i},{o},{b}" for i, o, b in parts),
                 chunk_ids=",".join(c.chunk_id for c in run),
                 start_char=start,
                 end_char=end,

@@ -102,6 +102,11 @@ class SourceOut(BaseModel):
     prefix_chars: int = 0
     suffix_chars: int = 0
     block_types: str = ""
+    chunk_parts: list[tuple[int, int, int]] = Field(
+        default_factory=list,
+        description="Merged evidence: per chunk (chunk_index, offset in text, base in the "
+        "chunk's own text); empty for a single chunk.",
+    )
 
     @classmethod
     def of(cls, source: Source, filename: str) -> SourceOut:

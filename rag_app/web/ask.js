@@ -148,14 +148,18 @@ function openCitation(n) {
   }
   row("文件", s.filename || "—", "citation-filename");
   row("标题路径", pathNode(s.title_path, "citation-path"));
-  row("分块", "#" + s.chunk_index + (s.version !== undefined ? " · v" + s.version : ""));
-  row("字符区间", s.start_char + "–" + s.end_char);
+  row("分块", "#" + s.chunk_index + (s.version !== undefined ? " · v" + s.version : ""), "citation-chunk");
+  row("字符区间", s.start_char + "–" + s.end_char, "citation-span");
   row("相关度 score", fmtScore(s.score));
   if (hasBlockType(s.block_types, "table")) row("类型", el("span", { class: "badge table", text: "表格 table" }));
   // the cited (or closest) units of this source (sentence, list item, table row) highlighted
   var citeText = $("cite-text");
   clear(citeText);
   append(citeText, chunkTextNode(s, cites)); // repeated header / lead-in dimmed, as in the viewer
+  // merged evidence (a hit with its neighbours): show the chunk that holds the cited unit, as the
+  // chunk viewer does (its number, span and repeated header), not the joined neighbours
+  var part = citedPart(s, cites);
+  if (part) showCitedChunk(s, cites, part, meta, citeText);
   var dlg = $("citation-popup");
   if (typeof dlg.showModal === "function") {
     if (dlg.open) dlg.close();
@@ -165,6 +169,42 @@ function openCitation(n) {
   }
   var first = citeText.querySelector(".cited");
   if (first) first.scrollIntoView({ block: "nearest" });
+}
+
+function citedPart(s, cites) {
+  var parts = s.chunk_parts || [];
+  if (parts.length < 2 || !cites.length) return null;
+  var at = cites[0].start, found = null;
+  parts.forEach(function (p) { if (p[1] <= at) found = p; });
+  return found;
+}
+
+function showCitedChunk(s, cites, part, meta, citeText) {
+  var index = part[0], offset = part[1], base = part[2];
+  api("/api/documents/" + encodeURIComponent(s.doc_id) + "/chunks").then(function (body) {
+    var chunk = ((body && body.chunks) || []).filter(function (c) {
+      return c.chunk_index === index;
+    })[0];
+    if (!chunk || body.version !== s.version) return; // reparsed since: keep the merged text
+    var local = cites
+      .filter(function (c) { return c.start >= offset; })
+      .map(function (c) {
+        return Object.assign({}, c, { start: c.start - offset + base, end: c.end - offset + base });
+      })
+      .filter(function (c) { return c.start >= base && c.start < chunk.text.length; });
+    if (!local.length) return;
+    meta.querySelectorAll("[data-testid=citation-chunk], [data-testid=citation-span]").forEach(
+      function (dd) {
+        dd.textContent = dd.getAttribute("data-testid") === "citation-chunk"
+          ? "#" + chunk.chunk_index + " · v" + chunk.version + "（证据合并了相邻分块）"
+          : chunk.start_char + "–" + chunk.end_char;
+      }
+    );
+    clear(citeText);
+    append(citeText, chunkTextNode(chunk, local));
+    var first = citeText.querySelector(".cited");
+    if (first) first.scrollIntoView({ block: "nearest" });
+  }, function () { /* keep the merged text */ });
 }
 
 function setupPopup() {

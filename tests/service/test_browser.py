@@ -644,3 +644,55 @@ def test_a_rejected_key_is_not_an_empty_kb_and_upload_errors_stay(
     items.first.get_by_test_id("upload-error-dismiss").click()
     expect(page.get_by_test_id("upload-error")).to_be_hidden()
     watch.assert_clean(expected_statuses=(401, 415, 422))
+
+
+def test_a_cited_row_of_merged_evidence_opens_in_its_own_chunk(live: Live, page: Any) -> None:
+    """A long table split by rows is read with its neighbours merged (one source spanning
+    chunks #0-#4); the pop-up of a cited row shows the chunk that holds it, as the chunk viewer
+    does: its number and span, its repeated header row, the row highlighted."""
+    import httpx
+
+    rows = "\n".join(
+        f"| {age}岁 | {1000 + age * 37} 元 | {900 + age * 31} 元 | 按年交，保障期至七十周岁 |"
+        for age in range(18, 78)
+    )
+    table = f"# 保费表\n\n## 年交保费\n\n| 投保年龄 | 男性保费 | 女性保费 | 说明 |\n| --- | --- | --- | --- |\n{rows}\n"
+    headers = {"Authorization": f"Bearer {live.editor_key}"}
+    response = httpx.post(f"{live.url}/api/documents", files={"file": ("保费表.md", table.encode())},
+                          headers=headers, timeout=30)  # fmt: skip
+    assert response.status_code == 202, response.text
+    doc_id = response.json()["doc_id"]
+    watch = PageWatch().attach(page)
+    try:
+        page.goto(live.url + "/")
+        _save_key(page, live.editor_key)
+        row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
+        expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+        chunks = httpx.get(f"{live.url}/api/documents/{doc_id}/chunks", headers=headers).json()
+        holding = [c for c in chunks["chunks"] if "| 60岁 |" in c["text"]]
+        assert len(holding) == 1 and holding[0]["chunk_index"] > 0
+        page.get_by_test_id("ask-input").fill("60岁女性的年交保费是多少？")
+        page.get_by_test_id("ask-button").click()
+        answer = page.get_by_test_id("answer")
+        expect(answer).to_contain_text("2760", timeout=INGEST_TIMEOUT_MS)
+        answer.locator("[data-testid=citation-marker][data-source='1']").first.click()
+        popup = page.get_by_test_id("citation-popup")
+        expect(popup).to_be_visible()
+        chunk = holding[0]
+        expect(popup.get_by_test_id("citation-chunk")).to_contain_text(f"#{chunk['chunk_index']}")
+        expect(popup.get_by_test_id("citation-span")).to_have_text(
+            f"{chunk['start_char']}–{chunk['end_char']}"
+        )
+        cite_text = popup.get_by_test_id("citation-text")
+        expect(cite_text.locator("table th")).to_have_text(
+            ["投保年龄", "男性保费", "女性保费", "说明"]
+        )
+        cited = cite_text.locator("table tr.cited")
+        expect(cited.first.locator("td").first).to_have_text("60岁")
+        assert cite_text.locator("table tr").count() < 30  # one chunk, not the re-joined table
+        if SCREENSHOTS:
+            DOC_IMG.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(DOC_IMG / "citation-merged.png"))
+        watch.assert_clean()
+    finally:
+        httpx.delete(f"{live.url}/api/documents/{doc_id}", headers=headers, timeout=30)
