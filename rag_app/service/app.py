@@ -25,6 +25,7 @@ from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.errors import install_error_handlers
 from rag_app.service.headers import SecurityHeaders
 from rag_app.service.processes import ServeProcesses
+from rag_app.service.redoc import install_redoc
 from rag_app.service.schemas import Health, Me, WorkersHealth
 from rag_app.service.worker import WorkerPool, warm_up
 
@@ -124,6 +125,7 @@ def create_app(
     # validator: the API docs work on a machine with no network
     app = FastAPIOffline(
         static_url=DOCS_ASSETS_URL,
+        redoc_url=None,  # served by install_redoc: its logo came from cdn.redoc.ly
         swagger_ui_parameters={"validatorUrl": None},  # no spec validation by swagger.io
         title="rag_app knowledge-base service",
         version=__version__,
@@ -132,6 +134,7 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    install_redoc(app, DOCS_ASSETS_URL)
     app.add_middleware(SecurityHeaders)
     app.state.service = state
     app.state.pool = pool

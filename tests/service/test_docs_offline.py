@@ -39,3 +39,6 @@ def test_docs_pages_reference_only_local_assets_that_are_served(service: Service
         assert '"validatorUrl": null' in html
     assert "/openapi.json" in html
     assert service.client.get("/openapi.json").status_code == 200
+    scripts = [u for u in parser.urls if u.endswith(".js")]
+    for url in scripts:  # nor inside the scripts (ReDoc's logo came from cdn.redoc.ly)
+        assert "cdn.redoc.ly" not in service.client.get(url).text, url
