@@ -240,3 +240,29 @@ def test_asking_an_empty_kb_warns_that_it_holds_no_documents(kb_dir):
     assert result.exit_code == 0
     assert "holds no documents" in result.output
     assert json.loads(result.stdout)["refused"] is True  # stdout stays JSON
+
+
+def test_ask_answers_a_file_of_questions_as_json_lines(kb_dir, tmp_path):
+    """--questions FILE loads the models once and prints one JSON object per question; a
+    question and --questions together, or an empty file, are errors."""
+    doc = tmp_path / "报销.md"
+    doc.write_text(DOC, encoding="utf-8")
+    assert run("ingest", str(doc), "--kb", str(kb_dir)).exit_code == 0
+    questions = tmp_path / "q.txt"
+    questions.write_text(
+        "报销申请须在出差结束后多少日内提交？\n\n公司年会在哪里举办？\n", encoding="utf-8"
+    )
+    result = run("ask", "--questions", str(questions), "--kb", str(kb_dir), "--json")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["question"] for a in lines] == [
+        "报销申请须在出差结束后多少日内提交？",
+        "公司年会在哪里举办？",
+    ]
+    assert not lines[0]["refused"] and "三十日" in lines[0]["answer"] and lines[1]["refused"]
+    human = run("ask", "-q", str(questions), "--kb", str(kb_dir))
+    assert human.exit_code == 0 and human.stdout.count("Q:") == 2
+    assert run("ask", "问题", "-q", str(questions), "--kb", str(kb_dir)).exit_code == 2
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n", encoding="utf-8")
+    assert run("ask", "-q", str(empty), "--kb", str(kb_dir)).exit_code == 2

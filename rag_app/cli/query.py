@@ -3,8 +3,10 @@ or as JSON."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -68,10 +70,21 @@ def retrieve(
 
 
 def ask(
-    question: Annotated[str, typer.Argument(help="The question, e.g. '密码多久修改一次？'")],
+    question: Annotated[
+        str | None, typer.Argument(help="The question, e.g. '密码多久修改一次？'")
+    ] = None,
     kb: KbOpt = None,
     tenant: TenantOpt = "default",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50)] = 5,
+    questions: Annotated[
+        Path | None,
+        typer.Option(
+            "--questions",
+            "-q",
+            help="A file of questions, one per line ('-': standard input), answered with the "
+            "models loaded once; with --json, one JSON object per line (JSON Lines).",
+        ),
+    ] = None,
     show_context: Annotated[
         bool,
         typer.Option(
@@ -89,20 +102,53 @@ def ask(
     always come from the retrieval backend. Their scores are the reranker's ("rerank";
     "fused" with RAG_RERANK=none). The refusal threshold is RAG_GATE (strict, balanced,
     lenient, off).
+
+    Many questions: rag ask --questions questions.txt --json > answers.jsonl loads the models
+    once (start-up is most of one question's wall time).
     """
+    if (question is None) == (questions is None):
+        err.print("[red]error:[/red] give a question or --questions FILE (not both)")
+        raise typer.Exit(2)
+    asked = [question] if question is not None else _read_questions(questions)
     with open_kb(kb, read_only=True) as base:
         warn_if_empty(base, tenant)
-        try:
-            answer = base.ask(question, tenant=tenant, top_k=top_k)
-            rows = sources_json(answer.sources, lambda doc_id: filename(base, doc_id))
-        except ValueError as exc:
-            err.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2) from exc
-    if as_json:
-        emit_json({**answer.model_dump(), "sources": rows})
-        return
-    score_name = answer_score_name(base.settings)
-    out.print(f"[bold]Q:[/bold] {question}")
+        score_name = answer_score_name(base.settings)
+        for i, text in enumerate(asked):
+            try:
+                answer = base.ask(text, tenant=tenant, top_k=top_k)
+                rows = sources_json(answer.sources, lambda doc_id: filename(base, doc_id))
+            except ValueError as exc:
+                err.print(f"[red]error:[/red] {exc}")
+                raise typer.Exit(2) from exc
+            record = {**answer.model_dump(), "sources": rows}
+            if as_json and questions is not None:
+                sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+                sys.stdout.flush()
+            elif as_json:
+                emit_json(record)
+            else:
+                if i:
+                    out.print()
+                _print_answer(answer, rows, score_name, show_context)
+
+
+def _read_questions(path: Path | None) -> list[str]:
+    try:
+        raw = sys.stdin.read() if str(path) == "-" else Path(str(path)).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        err.print(f"[red]error:[/red] cannot read questions from {path}: {exc}")
+        raise typer.Exit(2) from exc
+    lines = [line.strip() for line in raw.splitlines() if line.strip()]
+    if not lines:
+        err.print(f"[red]error:[/red] no questions in {path}")
+        raise typer.Exit(2)
+    return lines
+
+
+def _print_answer(
+    answer: Any, rows: list[dict[str, Any]], score_name: str, show_context: bool
+) -> None:
+    out.print(f"[bold]Q:[/bold] {answer.question}")
     if answer.refused:
         out.print(f"[bold yellow]{answer.answer}[/bold yellow]")
         out.print(
@@ -134,8 +180,6 @@ def ask(
         out.print("[dim](--show-context: the answer cites no source)[/dim]")
     out.print(f"[dim]{confidence_line(answer.confidence, answer.threshold, answer.reviewed)}[/dim]")
     if answer.llm_error:
-        err.print(
-            f"[yellow]note:[/yellow] {escape(answer.llm_error)}; the extractive answer stands"
-        )
+        err.print(f"[yellow]note:[/yellow] {escape(answer.llm_error)} (answered without the LLM)")
     timing = ", ".join(f"{k} {v:.0f}" for k, v in answer.timings.items())
     out.print(f"[dim]{answer.mode}; {timing}[/dim]")
