@@ -219,7 +219,15 @@ def _xls_sheet_cells(sheet: Any, datemode: int) -> tuple[list[list[str]], list[S
     return grid, spans
 
 
+# a sheet whose used range spans more cells than this is read from the cells that exist (a
+# 1.6 KB file with a cell at A1 and one at XFD1048576 spans 17 billion)
+MAX_DENSE_CELLS = 4_000_000
+
+
 def _sheet_cells(sheet: Any) -> tuple[list[list[str]], list[Span]]:
+    cells = getattr(sheet, "_cells", None)
+    if isinstance(cells, dict) and sheet.max_row * sheet.max_column > MAX_DENSE_CELLS:
+        return _sparse_cells(sheet, cells)
     grid = [[cell_text(v) for v in row] for row in sheet.iter_rows(values_only=True)]
     width = max((len(r) for r in grid), default=0)
     grid = [row + [""] * (width - len(row)) for row in grid]
@@ -233,6 +241,31 @@ def _sheet_cells(sheet: Any) -> tuple[list[list[str]], list[Span]]:
         )
         if top < len(grid) and left < width:
             spans.append((top, left, min(bottom, len(grid) - 1), min(right, width - 1)))
+    return grid, spans
+
+
+def _sparse_cells(
+    sheet: Any, cells: dict[tuple[int, int], Any]
+) -> tuple[list[list[str]], list[Span]]:
+    """The grid of the rows and columns that hold a value (in order; the empty ones between
+    them dropped), and the merged ranges mapped onto it."""
+    from bisect import bisect_left, bisect_right
+
+    filled = {(r, c): cell_text(cell.value) for (r, c), cell in cells.items()}
+    filled = {key: text for key, text in filled.items() if text}
+    rows = sorted({r for r, _ in filled})
+    cols = sorted({c for _, c in filled})
+    row_at = {r: i for i, r in enumerate(rows)}
+    col_at = {c: i for i, c in enumerate(cols)}
+    grid = [[""] * len(cols) for _ in rows]
+    for (r, c), text in filled.items():
+        grid[row_at[r]][col_at[c]] = text
+    spans: list[Span] = []
+    for merged in sheet.merged_cells.ranges:
+        top, bottom = bisect_left(rows, merged.min_row), bisect_right(rows, merged.max_row) - 1
+        left, right = bisect_left(cols, merged.min_col), bisect_right(cols, merged.max_col) - 1
+        if top <= bottom and left <= right:
+            spans.append((top, left, bottom, right))
     return grid, spans
 
 
