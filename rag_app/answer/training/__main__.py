@@ -25,13 +25,16 @@ def main(argv: list[str] | None = None) -> None:
     reader.add_argument("--seed", type=int, default=13)
     reader.add_argument("--lr-blocks", type=float, default=1e-4,
                         help="the trained blocks' learning rate (the heads': 1e-3)")  # fmt: skip
-    reader.add_argument("--lodo", action="store_true",
-                        help="also train and measure one reader per left-out domain")  # fmt: skip
+    reader.add_argument("--lodo", nargs="*", default=None, metavar="DOMAIN",
+                        help="also train one reader per left-out domain (all five without a "
+                        "name) and measure it on that domain's check half")  # fmt: skip
+    reader.add_argument("--folds-only", action="store_true",
+                        help="with --lodo: only the left-out folds, not the full reader")  # fmt: skip
     reader.add_argument("--out", type=Path, default=None,
                         help="the file to write (default: the bundled reader_head.npz)")  # fmt: skip
     reader.add_argument("--no-write", action="store_true", help="measure only")
     args = parser.parse_args(argv)
-    from rag_app.answer.training.reader import TrainConfig, default_out, run
+    from rag_app.answer.training.reader import DOMAINS, TrainConfig, default_out, run
 
     data = args.data or shared_data_dir()
     if not data.is_dir():
@@ -42,7 +45,8 @@ def main(argv: list[str] | None = None) -> None:
         args.cache,
         out,
         TrainConfig(epochs=args.epochs, seed=args.seed, lr_blocks=args.lr_blocks),
-        args.lodo,
+        list(DOMAINS) if args.lodo == [] else (args.lodo or []),
+        full=not args.folds_only,
     )
 
 

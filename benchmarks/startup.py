@@ -1,0 +1,89 @@
+"""Where `rag ask` spends its wall time: imports, model loads, the answer itself.
+
+    .venv/bin/python benchmarks/startup.py [--kb .rag/demo] [--repeat 3]
+
+Builds the sample KB when ``--kb`` does not exist, then, ``--repeat`` times each:
+* ``rag ask Q --json`` as a user runs it (wall time of the process; its own ``total_ms``);
+* ``rag ask --questions FILE --json`` with 10 questions (the models loaded once);
+* ``python -X importtime -c "import rag_app.kb"``: the slowest top-level imports.
+Writes benchmarks/results/startup.json. The target (issue: the first ten minutes) is ≤ 3 s of
+wall time for one `rag ask` on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from common import ROOT, write_result
+
+RAG = [sys.executable, "-m", "rag_app.cli"]
+QUESTIONS = [
+    "密码多久需要修改一次？", "服务器日志保存多久？", "一线城市住宿标准是多少？",
+    "星河知识库服务默认监听哪个端口？", "犹豫期有多长？", "ERP系统多久备份一次？",
+    "SKU-2050的库存是多少", "新员工入职第一天需要做什么？", "机房温度标准是多少？",
+    "重大疾病的等待期是多少天？",
+]  # fmt: skip
+
+
+def timed(cmd: list[str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
+    return time.perf_counter() - started, done.stdout
+
+
+def slowest_imports(n: int = 12) -> list[dict[str, object]]:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import rag_app.kb"],
+                          capture_output=True, text=True, check=True, cwd=ROOT)  # fmt: skip
+    rows = []
+    for line in done.stderr.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
+        if m and len(m.group(3)) <= 3:  # top-level and first-level packages
+            rows.append({"module": m.group(4), "cumulative_ms": round(int(m.group(2)) / 1000)})
+    return sorted(rows, key=lambda r: -int(r["cumulative_ms"]))[:n]  # type: ignore[call-overload]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kb", type=Path, default=ROOT / ".rag" / "startup-bench")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    if not (args.kb / "ledger.db").exists():
+        subprocess.run([*RAG, "ingest", str(ROOT / "data" / "knowledge"), "--kb", str(args.kb)],
+                       check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+    one: list[dict[str, float]] = []
+    many: list[dict[str, float]] = []
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as fh:
+        fh.write("\n".join(QUESTIONS))
+    for _ in range(args.repeat):
+        wall, out = timed([*RAG, "ask", QUESTIONS[0], "--kb", str(args.kb), "--json"])
+        total = json.loads(out)["timings"]["total_ms"] / 1000
+        one.append({"wall_s": round(wall, 2), "answer_s": round(total, 2),
+                    "startup_s": round(wall - total, 2)})  # fmt: skip
+        wall, out = timed([*RAG, "ask", "--questions", fh.name, "--kb", str(args.kb), "--json"])
+        answers = [json.loads(line) for line in out.splitlines()]
+        many.append({"wall_s": round(wall, 2), "questions": len(answers),
+                     "per_question_s": round(wall / len(answers), 2)})  # fmt: skip
+        print(one[-1], many[-1], flush=True)
+    best = min(one, key=lambda r: r["wall_s"])
+    result = {
+        "command": "benchmarks/startup.py " + " ".join(sys.argv[1:]),
+        "date": time.strftime("%Y-%m-%d"),
+        "one_question": one,
+        "ten_questions": many,
+        "best_one_question_wall_s": best["wall_s"],
+        "target_wall_s": 3.0,
+        "slowest_imports": slowest_imports(),
+    }
+    print(json.dumps(result, ensure_ascii=False, indent=1))
+    write_result("startup", result)
+
+
+if __name__ == "__main__":
+    main()
