@@ -325,8 +325,8 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     watch.assert_clean(expected_statuses=(409,))
 
 
-def test_narrow_screen_keeps_every_documents_actions_in_view(live: Live, browser: Any) -> None:
-    """At 420 px (a phone) a document row stacks: its action buttons stay on screen, usable."""
+def _upload_wide_policy(live: Live) -> str:
+    """The policy under a long file name (it widens the table), uploaded over HTTP: its id."""
     import httpx
 
     response = httpx.post(
@@ -336,12 +336,33 @@ def test_narrow_screen_keeps_every_documents_actions_in_view(live: Live, browser
         timeout=30,
     )
     assert response.status_code == 202, response.text
-    doc_id = response.json()["doc_id"]
+    return str(response.json()["doc_id"])
+
+
+def _delete(live: Live, doc_id: str) -> None:
+    import httpx
+
+    httpx.delete(
+        f"{live.url}/api/documents/{doc_id}",
+        headers={"Authorization": f"Bearer {live.editor_key}"},
+        timeout=30,
+    )
+
+
+def _sized_page(browser: Any, width: int, height: int) -> tuple[Any, Any]:
     context = browser.new_context(
-        viewport={"width": 420, "height": 860}, locale="zh-CN", timezone_id="Asia/Shanghai"
+        viewport={"width": width, "height": height}, locale="zh-CN", timezone_id="Asia/Shanghai"
     )
     page = context.new_page()
     page.set_default_timeout(UI_TIMEOUT_MS)
+    return context, page
+
+
+def test_narrow_screen_keeps_every_documents_actions_in_view(live: Live, browser: Any) -> None:
+    """At 420 px (a phone) a document row stacks: its action buttons stay on screen, usable."""
+
+    doc_id = _upload_wide_policy(live)
+    context, page = _sized_page(browser, 420, 860)
     watch = PageWatch().attach(page)
     try:
         page.goto(live.url + "/")
@@ -362,11 +383,7 @@ def test_narrow_screen_keeps_every_documents_actions_in_view(live: Live, browser
         expect(page.get_by_test_id("chunk-item").first).to_be_visible()
         watch.assert_clean()
     finally:
-        httpx.delete(
-            f"{live.url}/api/documents/{doc_id}",
-            headers={"Authorization": f"Bearer {live.editor_key}"},
-            timeout=30,
-        )
+        _delete(live, doc_id)
         context.close()
 
 
@@ -567,21 +584,9 @@ def test_beside_the_ask_panel_every_documents_action_is_in_view(
 ) -> None:
     """At desktop widths the documents panel shares the screen with the ask panel: a row's
     actions stay in view without scrolling the table sideways."""
-    import httpx
 
-    response = httpx.post(
-        f"{live.url}/api/documents",
-        files={"file": ("一个相当长的文件名用来把表格撑宽的差旅管理办法.md", POLICY_MD.encode())},
-        headers={"Authorization": f"Bearer {live.editor_key}"},
-        timeout=30,
-    )
-    assert response.status_code == 202, response.text
-    doc_id = response.json()["doc_id"]
-    context = browser.new_context(
-        viewport={"width": width, "height": 900}, locale="zh-CN", timezone_id="Asia/Shanghai"
-    )
-    page = context.new_page()
-    page.set_default_timeout(UI_TIMEOUT_MS)
+    doc_id = _upload_wide_policy(live)
+    context, page = _sized_page(browser, width, 900)
     try:
         page.goto(live.url + "/")
         _save_key(page, live.editor_key)
@@ -602,11 +607,7 @@ def test_beside_the_ask_panel_every_documents_action_is_in_view(
             DOC_IMG.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(DOC_IMG / f"desktop-{width}.png"))
     finally:
-        httpx.delete(
-            f"{live.url}/api/documents/{doc_id}",
-            headers={"Authorization": f"Bearer {live.editor_key}"},
-            timeout=30,
-        )
+        _delete(live, doc_id)
         context.close()
 
 
