@@ -22,6 +22,8 @@ _EVAL_COLUMNS = {
     "keyword_hit_rate": "kw",
     "no_answer_accuracy": "noA",
     "false_refusal_rate": "fRef",
+    "misleading_rate": "misl",
+    "qualified_rate": "qual",
     "avg_context_chars": "ctx",
     "retrieve_ms_p50": "ret",
     "ask_ms_p50": "ask",
@@ -197,8 +199,9 @@ def _print_eval(run: Any) -> None:
     out.print(table)
     out.print(
         "[dim]pass = case pass rate, R/MRR = Recall/MRR@k of retrieve, src/kw = source/keyword "
-        "hit, noA = no-answer accuracy, fRef = false-refusal rate, ctx = context chars, "
-        "ask = p50 ms[/dim]"
+        "hit, noA = no-answer accuracy, fRef = false-refusal rate, misl = unanswerable "
+        "answered with no first-line caveat, qual = answerable answered with one, ctx = context "
+        "chars, ask = p50 ms[/dim]"
     )
     o = run.overall
     out.print(

@@ -236,6 +236,8 @@ def render_markdown(
         "keyword_hit_rate",
         "no_answer_accuracy",
         "false_refusal_rate",
+        "misleading_rate",
+        "qualified_rate",
         "avg_context_chars",
     ]
     rows = [
