@@ -40,14 +40,8 @@ def node_to_source(node: NodeWithScore) -> Source:
         suffix_chars=int(m.get("suffix_chars", 0)),
         block_types=str(m.get("block_types", "")),
         tenant=str(m.get("tenant", "")),
-        chunk_parts=_parts(str(m.get("chunk_parts", ""))),
+        chunk_parts=list(m.get("chunk_parts") or []),  # NeighborExpansion's merged parts
     )
-
-
-def _parts(raw: str) -> list[tuple[int, int, int]]:
-    """``"0,0,0;1,903,42"`` (NeighborExpansion's merged parts) as tuples; [] for one chunk."""
-    parts = [tuple(int(v) for v in item.split(",")) for item in raw.split(";") if item]
-    return [(p[0], p[1], p[2]) for p in parts if len(p) == 3] if len(parts) > 1 else []
 
 
 class QueryService:

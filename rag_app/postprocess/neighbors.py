@@ -55,14 +55,9 @@ def _chunk_from_node(node: TextNode) -> ChunkInfo:
     )
 
 
-def merge_run(run: Sequence[ChunkInfo]) -> tuple[str, int, int]:
-    """Text and span of contiguous chunks: the first whole, later ones without their prefix."""
-    text, _ = merge_parts(run)
-    return text, run[0].start_char, max(c.end_char for c in run)
-
-
 def merge_parts(run: Sequence[ChunkInfo]) -> tuple[str, list[tuple[int, int, int]]]:
-    """The merged text of contiguous chunks and, for each chunk, ``(chunk_index, offset, base)``:
+    """The merged text of contiguous chunks (the first whole, later ones without their prefix)
+    and, for each chunk, ``(chunk_index, offset, base)``:
     its part starts at ``offset`` of the merged text, and merged position ``m`` of it is
     position ``m - offset + base`` of the chunk's own text (a citation of merged evidence
     points back into the chunk the chunk viewer shows)."""
@@ -159,15 +154,14 @@ class NeighborExpansion(BaseNodePostprocessor):
                 hi += 1
             run = [have[i] for i in range(lo, hi + 1)]
             emitted.update(c.chunk_id for c in run)
-            text, start, end = merge_run(run)
-            _, parts = merge_parts(run)
+            text, parts = merge_parts(run)
             meta = dict(meta_of[chunk_id])
             meta.update(
                 chunk_index=run[0].chunk_index,
-                chunk_parts=";".join(f"{i},{o},{b}" for i, o, b in parts),
+                chunk_parts=parts if len(run) > 1 else [],
                 chunk_ids=",".join(c.chunk_id for c in run),
-                start_char=start,
-                end_char=end,
+                start_char=run[0].start_char,
+                end_char=max(c.end_char for c in run),
                 prefix_chars=run[0].prefix_chars,
                 suffix_chars=run[-1].suffix_chars,
                 block_types=",".join(
