@@ -150,8 +150,9 @@ class Settings(BaseSettings):
         "`python -m rag_app.answer.training reader`): reads the question against the answer's "
         "leading units; an answer none of them states is qualified (its first line says the "
         "knowledge base has no exact answer, then gives the closest). Off by default: the "
-        "reader trained so far separates answerable from unanswerable questions too weakly to "
-        "ship (docs/answering.md). ~50-90 ms a question on 2 cores.",
+        "reader trained so far separates answerable from unanswerable questions in-domain "
+        "only and adds little through the pipeline (docs/answering.md). ~50-90 ms a question "
+        "on 2 cores.",
     )
     cross_reader_path: Path | None = Field(
         None,

@@ -137,7 +137,7 @@ def answer_of(result: AnswerResult) -> Answer:
         question=result.request.question,
         answer=s.text or REFUSAL,
         refused=refused,
-        outcome="refused" if refused else decision.outcome,  # type: ignore[arg-type]
+        outcome="refused" if refused else decision.outcome,
         caveat=None if refused else decision.caveat,
         reading=decision.reading,
         reason=s.reason if refused else None,

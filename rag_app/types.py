@@ -126,6 +126,9 @@ class Citation(BaseModel):
     probability: float = Field(description="The answer model's probability for the unit.")
 
 
+Outcome = Literal["answered", "qualified", "refused"]
+
+
 class AnswerFields(BaseModel):
     """An answer's fields but its sources (the API serves them with file names): marker ``[n]``
     refers to ``sources[n-1]``.
@@ -137,11 +140,12 @@ class AnswerFields(BaseModel):
     question: str
     answer: str
     refused: bool = False
-    outcome: Literal["answered", "qualified", "refused"] = Field(
+    outcome: Outcome = Field(
         "answered",
         description="answered; qualified: the knowledge base may not hold what was asked (a "
-        "stated value or name its evidence lacks, or no unit the reader finds stating it), "
-        "so the first line says so before the closest it has; refused.",
+        "stated value or name its evidence lacks, a borderline decision, or no unit the "
+        "reader finds stating it), so the first line says so before the closest it has; "
+        "refused.",
     )
     caveat: str | None = Field(
         None,

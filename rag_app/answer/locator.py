@@ -40,6 +40,7 @@ from rag_app.answer.reader import PassageReader, cosine_embedder
 from rag_app.answer.units import AnswerUnit, evidence_units
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.text.numerals import in_words
+from rag_app.types import Outcome
 
 TYPE_WORDS = {
     "duration": "时长",
@@ -103,7 +104,7 @@ class AnswerDecision(BaseModel):
     analysis: QuestionAnalysis | None = None
 
     @property
-    def outcome(self) -> str:
+    def outcome(self) -> Outcome:
         """answered | qualified | refused."""
         if self.refused:
             return "refused"

@@ -61,13 +61,12 @@ def create_key(ledger: Ledger, tenant: str, role: str | Role, name: str = "") ->
     return key
 
 
-def verify_key(keys: Ledger | ApiKeyStore, key: str) -> KeyInfo | None:
-    """The key's tenant and role, or None when it is unknown or revoked (``keys``: a ledger or
-    its key store, ``KnowledgeBase.api_keys``)."""
+def verify_key(keys: ApiKeyStore, key: str) -> KeyInfo | None:
+    """The key's tenant and role, or None when it is unknown or revoked (``keys``: a ledger's
+    ``api_keys``, e.g. ``KnowledgeBase.api_keys``)."""
     if not key or not key.startswith("rk_"):
         return None
-    store = keys.api_keys if isinstance(keys, Ledger) else keys
-    row = store.active_by_hash(_hash(key))
+    row = keys.active_by_hash(_hash(key))
     if row is None:
         return None
     return KeyInfo(row["key_id"], row["tenant"], Role(row["role"]), row["name"], row["created_at"])

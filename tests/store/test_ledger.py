@@ -574,18 +574,18 @@ def test_a_documents_next_job_waits_while_one_is_processing(ledger: Ledger) -> N
 # ----- API keys ----------------------------------------------------------------------------
 def test_api_keys(ledger: Ledger) -> None:
     key = create_key(ledger, "acme", "editor", "ci")
-    info = verify_key(ledger, key)
+    info = verify_key(ledger.api_keys, key)
     assert info is not None
     assert (info.tenant, info.role, info.name, info.can_edit) == ("acme", Role.EDITOR, "ci", True)
     reader = create_key(ledger, "acme", Role.READER)
-    reader_info = verify_key(ledger, reader)
+    reader_info = verify_key(ledger.api_keys, reader)
     assert reader_info is not None and not reader_info.can_edit
-    assert verify_key(ledger, key + "x") is None
-    assert verify_key(ledger, "not-a-key") is None
+    assert verify_key(ledger.api_keys, key + "x") is None
+    assert verify_key(ledger.api_keys, "not-a-key") is None
     assert {k.key_id for k in list_keys(ledger)} == {info.key_id, reader_info.key_id}
     assert revoke_key(ledger, info.key_id) is True
     assert revoke_key(ledger, info.key_id) is False
-    assert verify_key(ledger, key) is None
+    assert verify_key(ledger.api_keys, key) is None
     assert [k.revoked for k in list_keys(ledger) if k.key_id == info.key_id] == [True]
     with pytest.raises(ValueError):
         create_key(ledger, "bad tenant!", "reader")
