@@ -24,19 +24,17 @@ from typing import Any
 
 import numpy as np
 
+from rag_app.answer.training.reader import auc as mann_whitney_auc
+
 OWN_RATE = 0.03
 REFUSE_KINDS = ("unanswerable", "near", "probe", "excised", "offtopic", "valueswap")
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """P(a score of ``pos`` > one of ``neg``), ties counted half (the Mann-Whitney statistic)."""
-    from scipy.stats import rankdata
-
-    if not len(pos) or not len(neg):
-        return float("nan")
-    pos_ranks = rankdata(np.concatenate([pos, neg]))[: len(pos)].sum()  # ties: their mean rank
-    u = pos_ranks - len(pos) * (len(pos) + 1) / 2
-    return float(u / (len(pos) * len(neg)))
+    """P(a score of ``pos`` > one of ``neg``), ties counted half (the Mann-Whitney statistic,
+    :func:`rag_app.answer.training.reader.auc`); NaN when either side is empty."""
+    value = mann_whitney_auc(pos, neg)
+    return float("nan") if value is None else value
 
 
 def ranking(scores: np.ndarray, kinds: Sequence[str]) -> dict[str, dict[str, float]]:

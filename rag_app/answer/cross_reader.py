@@ -127,6 +127,17 @@ def lower_states(e5: Any, seqs: list[list[int]], upto: int) -> list[np.ndarray]:
     return e5._sequence_states(seqs, layers=upto)  # type: ignore[no-any-return]
 
 
+def padded(torch: Any, states: Sequence[np.ndarray], hidden: int) -> tuple[Any, Any]:
+    """Sequences' states (float32 arrays) as one zero-padded batch and its validity mask."""
+    width = max(len(s) for s in states)
+    x = torch.zeros(len(states), width, hidden)
+    valid = torch.zeros(len(states), width, dtype=torch.bool)
+    for b, s in enumerate(states):
+        x[b, : len(s)] = torch.from_numpy(s)
+        valid[b, : len(s)] = True
+    return x, valid
+
+
 def build_top(torch: Any, hidden: int, heads: int, ffn: int, blocks: int, eps: float) -> Any:
     """The trainable part: ``blocks`` transformer blocks (e5's layout) and the two heads."""
     nn = torch.nn
@@ -271,12 +282,7 @@ class CrossReader:
         torch = self.torch
         pairs = [encode_pair(self.splitter, question, p) for p in passages]
         states = lower_states(self.e5, [p.ids for p in pairs], self.frozen)
-        width = max(len(s) for s in states)
-        x = torch.zeros(len(states), width, self.e5.hidden)
-        valid = torch.zeros(len(states), width, dtype=torch.bool)
-        for b, s in enumerate(states):
-            x[b, : len(s)] = torch.from_numpy(s)
-            valid[b, : len(s)] = True
+        x, valid = padded(torch, states, self.e5.hidden)
         with torch.inference_mode():
             logit, start, end = self.top(x, valid)
         out = []

@@ -40,6 +40,7 @@ from rag_app.answer.cross_reader import (
     init_top_from_e5,
     lower_states,
     normalized,
+    padded,
     save_head,
 )
 from rag_app.answer.training.reader_data import DOMAINS, Pair, build_pairs
@@ -171,13 +172,7 @@ def train(e5: Any, cache: Cache, rows: list[int], cfg: TrainConfig, log: list[st
 
 
 def _batch(torch: Any, cache: Cache, idx: list[int], hidden: int) -> tuple[Any, Any]:
-    lens = [int(cache.offsets[i + 1] - cache.offsets[i]) for i in idx]
-    x = torch.zeros(len(idx), max(lens), hidden)
-    valid = torch.zeros(len(idx), max(lens), dtype=torch.bool)
-    for b, i in enumerate(idx):
-        x[b, : lens[b]] = torch.from_numpy(np.asarray(cache.x(i), dtype=np.float32))
-        valid[b, : lens[b]] = True
-    return x, valid
+    return padded(torch, [np.asarray(cache.x(i), dtype=np.float32) for i in idx], hidden)
 
 
 def score(top: Any, cache: Cache, rows: list[int], hidden: int) -> np.ndarray:
@@ -197,11 +192,13 @@ def score(top: Any, cache: Cache, rows: list[int], hidden: int) -> np.ndarray:
 
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float | None:
+    """P(a score of ``pos`` > one of ``neg``), ties counted half (the Mann-Whitney statistic);
+    None when either side is empty."""
     if not len(pos) or not len(neg):
         return None
     from scipy.stats import rankdata
 
-    ranks = rankdata(np.concatenate([pos, neg]))
+    ranks = rankdata(np.concatenate([pos, neg]))  # ties: their mean rank
     return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
