@@ -164,16 +164,15 @@ def html_to_markdown(markup: str) -> tuple[str, str | None]:
     try:
         renderer.walk(root)
         text = renderer.markdown()
-    except RecursionError:
-        log.warning("HTML nested too deeply for structure; falling back to plain text")
-        text = _plain_text(root)
-    # libxml2 drops what is nested deeper than its limit (about 2,000 levels, huge_tree or not):
-    # a tree that reaches it lost text, so the markup's text is read without structure instead
-    if _depth(root) >= _PARSER_DEPTH_LIMIT:
-        log.warning(
-            "HTML nested beyond the parser's depth limit; reading its text without structure"
-        )
-        text = _text_by_tags(markup)
+    except RecursionError:  # nested deeper than Python's recursion limit (about 1,000)
+        if _depth(root) >= _PARSER_DEPTH_LIMIT:
+            # libxml2 dropped what lay deeper than its own limit (about 2,000 levels, huge_tree
+            # or not): the tree lost text the markup has, so the markup's text is read instead
+            log.warning("HTML nested beyond the parser's depth limit; reading its text as is")
+            text = _text_by_tags(markup)
+        else:
+            log.warning("HTML nested too deeply for structure; falling back to plain text")
+            text = _plain_text(root)
     return text, _title(root) or renderer.first_h1
 
 
