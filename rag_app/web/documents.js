@@ -247,7 +247,6 @@ function uploadFiles(fileList) {
     addUploadError(state.me ? "上传需要 editor 角色（当前为 reader）。" : "请先保存有效的 API key。");
     return;
   }
-  var errors = [];
   var accepted = [];
   var chain = Promise.resolve();
   files.forEach(function (file) {
@@ -262,7 +261,6 @@ function uploadFiles(fileList) {
             "已上传 " + (res.filename || file.name) + "（job " + res.job_id + "），解析进度见下方列表";
         },
         function (err) {
-          errors.push(file.name);
           addUploadError(uploadErrorText(file.name, err), err.body && err.body.doc_id);
         }
       );
