@@ -168,8 +168,12 @@ def kb_settings(kb: Path | None) -> Settings:
     return settings
 
 
-def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+def emit_json(data: Any, *, line: bool = False) -> None:
+    """``data`` as JSON on stdout: indented, or with ``line`` one line (JSON Lines), flushed."""
+    indent = None if line else 2
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=indent, default=str) + "\n")
+    if line:
+        sys.stdout.flush()
 
 
 def filename(kb: KnowledgeBase, doc_id: str) -> str | None:

@@ -3,10 +3,9 @@ or as JSON."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -30,6 +29,9 @@ from rag_app.cli_output import (
     retrieval_score_name,
     sources_json,
 )
+
+if TYPE_CHECKING:
+    from rag_app.types import Answer
 
 
 def retrieve(
@@ -121,11 +123,8 @@ def ask(
                 err.print(f"[red]error:[/red] {exc}")
                 raise typer.Exit(2) from exc
             record = {**answer.model_dump(), "sources": rows}
-            if as_json and questions is not None:
-                sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-                sys.stdout.flush()
-            elif as_json:
-                emit_json(record)
+            if as_json:
+                emit_json(record, line=questions is not None)
             else:
                 if i:
                     out.print()
@@ -146,7 +145,7 @@ def _read_questions(path: Path | None) -> list[str]:
 
 
 def _print_answer(
-    answer: Any, rows: list[dict[str, Any]], score_name: str, show_context: bool
+    answer: Answer, rows: list[dict[str, Any]], score_name: str, show_context: bool
 ) -> None:
     out.print(f"[bold]Q:[/bold] {answer.question}")
     if answer.refused:
