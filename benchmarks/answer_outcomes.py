@@ -35,6 +35,7 @@ from typing import Any
 from common import RESULTS, dev_half, kb_for, load_questions, require_shared
 
 from rag_app.answer.cross_reader import head_threshold
+from rag_app.eval.metrics import squash
 from rag_app.kb import KnowledgeBase
 
 SHORT_ANSWERS = {"cmrc_trial_zh", "squad2_trial_zh", "retqa_tables_zh"}
@@ -43,10 +44,6 @@ SHORT_ANSWERS = {"cmrc_trial_zh", "squad2_trial_zh", "retqa_tables_zh"}
 def first_line(answer: str, caveat: str | None) -> str:
     line = answer.splitlines()[0] if answer else ""
     return line[len(caveat) :] if caveat and line.startswith(caveat) else line
-
-
-def squash(text: str) -> str:
-    return "".join(text.split())
 
 
 def record(kb: KnowledgeBase, item: Any, kind: str, doc_ids: list[str] | None) -> dict[str, Any]:
@@ -67,13 +64,13 @@ def collect(
     name: str, limit: int, reader: Path | None, seed: int, cross: bool = True
 ) -> list[dict[str, Any]]:
     path = require_shared(name)[name]
-    kb_for(name, path / "docs").close()  # built once, cached
+    built = kb_for(name, path / "docs")  # built once, cached
+    where = built.path
+    built.close()
     settings: dict[str, Any] = {}
     if reader is not None and cross:
         settings = {"cross_reader": True, "cross_reader_path": reader}
-    kb = kb_for(name, path / "docs", read_only=True)
-    kb.close()
-    kb = KnowledgeBase.open(kb.path, read_only=True, **settings)
+    kb = KnowledgeBase.open(where, read_only=True, **settings)
     by_path = {d.rel_path: d.doc_id for d in kb.documents(limit=None)}
     all_ids = sorted(by_path.values())
     items = [q for q in load_questions(path) if dev_half(name, q.id) == "check"]

@@ -34,6 +34,7 @@ import numpy as np
 
 from rag_app.answer.cross_reader import row_text, window
 from rag_app.answer.training.split import dev_half
+from rag_app.eval.metrics import squash
 
 DOMAINS = {
     "squad2": "squad2_trial_zh",
@@ -44,7 +45,6 @@ DOMAINS = {
 }
 _SENTENCE = re.compile(r"[^。！？；!?\n]+[。！？；!?]?")
 _ARTICLE = re.compile(r"\n(?=\s*(?:\*\*)?第[零一二三四五六七八九十百千]+条)")
-_SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -57,10 +57,6 @@ class Pair:
     label: int  # 1: the passage states the answer
     answer: str  # the answer's text inside the passage ("" when unknown or none)
     kind: str  # positive | unanswerable | near_miss
-
-
-def squash(text: str) -> str:
-    return _SPACE.sub("", text)
 
 
 class Passages:
