@@ -325,18 +325,32 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     watch.assert_clean(expected_statuses=(409,))
 
 
-def _upload_wide_policy(live: Live) -> str:
-    """The policy under a long file name (it widens the table), uploaded over HTTP: its id."""
+def _upload(live: Live, name: str, text: str) -> str:
+    """A file uploaded over HTTP by the editor: its document id."""
     import httpx
 
     response = httpx.post(
         f"{live.url}/api/documents",
-        files={"file": ("一个相当长的文件名用来把表格撑宽的差旅管理办法.md", POLICY_MD.encode())},
+        files={"file": (name, text.encode())},
         headers={"Authorization": f"Bearer {live.editor_key}"},
         timeout=30,
     )
     assert response.status_code == 202, response.text
     return str(response.json()["doc_id"])
+
+
+def _upload_wide_policy(live: Live) -> str:
+    """The policy under a long file name (it widens the table)."""
+    return _upload(live, "一个相当长的文件名用来把表格撑宽的差旅管理办法.md", POLICY_MD)
+
+
+def _ingested_row(page: Any, live: Live, doc_id: str) -> Any:
+    """Open the UI with the editor's key and wait for the document's row to reach SUCCESS."""
+    page.goto(live.url + "/")
+    _save_key(page, live.editor_key)
+    row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
+    expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+    return row
 
 
 def _delete(live: Live, doc_id: str) -> None:
@@ -365,10 +379,7 @@ def test_narrow_screen_keeps_every_documents_actions_in_view(live: Live, browser
     context, page = _sized_page(browser, 420, 860)
     watch = PageWatch().attach(page)
     try:
-        page.goto(live.url + "/")
-        _save_key(page, live.editor_key)
-        row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
-        expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+        row = _ingested_row(page, live, doc_id)
         row.scroll_into_view_if_needed()
         for testid in ("chunks-button", "reparse-button", "delete-button"):
             button = row.get_by_test_id(testid)
@@ -588,10 +599,7 @@ def test_beside_the_ask_panel_every_documents_action_is_in_view(
     doc_id = _upload_wide_policy(live)
     context, page = _sized_page(browser, width, 900)
     try:
-        page.goto(live.url + "/")
-        _save_key(page, live.editor_key)
-        row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
-        expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+        row = _ingested_row(page, live, doc_id)
         wrap = page.locator(".table-wrap")
         box = wrap.bounding_box()
         assert box is not None
@@ -659,16 +667,10 @@ def test_a_cited_row_of_merged_evidence_opens_in_its_own_chunk(live: Live, page:
     )
     table = f"# 保费表\n\n## 年交保费\n\n| 投保年龄 | 男性保费 | 女性保费 | 说明 |\n| --- | --- | --- | --- |\n{rows}\n"
     headers = {"Authorization": f"Bearer {live.editor_key}"}
-    response = httpx.post(f"{live.url}/api/documents", files={"file": ("保费表.md", table.encode())},
-                          headers=headers, timeout=30)  # fmt: skip
-    assert response.status_code == 202, response.text
-    doc_id = response.json()["doc_id"]
+    doc_id = _upload(live, "保费表.md", table)
     watch = PageWatch().attach(page)
     try:
-        page.goto(live.url + "/")
-        _save_key(page, live.editor_key)
-        row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
-        expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+        _ingested_row(page, live, doc_id)
         chunks = httpx.get(f"{live.url}/api/documents/{doc_id}/chunks", headers=headers).json()
         holding = [c for c in chunks["chunks"] if "| 60岁 |" in c["text"]]
         assert len(holding) == 1 and holding[0]["chunk_index"] > 0
@@ -696,4 +698,4 @@ def test_a_cited_row_of_merged_evidence_opens_in_its_own_chunk(live: Live, page:
             page.screenshot(path=str(DOC_IMG / "citation-merged.png"))
         watch.assert_clean()
     finally:
-        httpx.delete(f"{live.url}/api/documents/{doc_id}", headers=headers, timeout=30)
+        _delete(live, doc_id)
