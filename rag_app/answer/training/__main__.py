@@ -7,6 +7,7 @@ Needs the ``train`` extra (scikit-learn) and the shared dev data (``--data``, de
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 from rag_app.config import shared_data_dir
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="the file to write (default: the bundled reader_head.npz)")  # fmt: skip
     reader.add_argument("--no-write", action="store_true", help="measure only")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")  # the command's progress
     from rag_app.answer.training.reader import DOMAINS, TrainConfig, default_out, run
 
     data = args.data or shared_data_dir()

@@ -22,6 +22,7 @@ copy of them goes beside it (``reader_head.json``).
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
 import time
@@ -44,6 +45,8 @@ from rag_app.answer.cross_reader import (
     save_head,
 )
 from rag_app.answer.training.reader_data import DOMAINS, Pair, build_pairs
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -92,8 +95,7 @@ class Cache:
                             strict=True):  # fmt: skip
                 states[offsets[i] : offsets[i + 1]] = s.astype(np.float16)
             if n % 1600 == 0:
-                print(f"  cached {n}/{len(order)} pairs ({time.perf_counter() - t0:.0f}s)",
-                      flush=True)  # fmt: skip
+                logger.info("cached %d/%d pairs (%.0fs)", n, len(order), time.perf_counter() - t0)
         states.flush()
         meta_rows = [{**asdict(p), "span": span} for p, span in zip(pairs, spans, strict=True)]
         meta_path.write_text(json.dumps({"frozen": frozen, "count": len(pairs),
@@ -165,7 +167,7 @@ def train(e5: Any, cache: Cache, rows: list[int], cfg: TrainConfig, log: list[st
             total += float(loss.detach())
         line = (f"  epoch {epoch + 1}/{cfg.epochs}: {len(batches)} steps, mean loss "
                 f"{total / len(batches):.4f} ({time.perf_counter() - t0:.0f}s)")  # fmt: skip
-        print(line, flush=True)
+        logger.info(line.strip())
         log.append(line.strip())
     top.eval()
     return top
@@ -238,9 +240,9 @@ def run(
     t0 = time.perf_counter()
     e5 = TorchE5(threads=None)
     pairs = build_pairs(data)
-    print(f"{len(pairs)} pairs from {data}", flush=True)
+    logger.info("%d pairs from %s", len(pairs), data)
     cache = Cache.build(e5, pairs, cfg.frozen, cache_dir)
-    print(f"lower states cached ({time.perf_counter() - t0:.0f}s)", flush=True)
+    logger.info("lower states cached (%.0fs)", time.perf_counter() - t0)
     meta = cache.meta
     calib = [i for i, m in enumerate(meta) if m["half"] == "calibration"]
     check = [i for i, m in enumerate(meta) if m["half"] == "check"]
@@ -258,12 +260,12 @@ def run(
         }  # fmt: skip
         result["threshold_3pct"] = round(thr, 4)
         result["train_seconds"] = round(time.perf_counter() - t0)
-        print(json.dumps(result["check"], ensure_ascii=False), flush=True)
+        logger.info("check halves: %s", json.dumps(result["check"], ensure_ascii=False))
         _write(out, top, e5, cfg, result, log)
     if lodo:
         result["lodo"] = {}
         for domain in lodo:
-            print(f"leave out {domain}", flush=True)
+            logger.info("leave out %s", domain)
             rows = [i for i in calib if meta[i]["domain"] != domain]
             fold = train(e5, cache, rows, cfg, [])
             seen = [i for i in check if meta[i]["domain"] != domain]
@@ -273,7 +275,7 @@ def run(
             fig = figures(score(fold, cache, held, e5.hidden), [meta[i]["kind"] for i in held],
                           fthr)  # fmt: skip
             result["lodo"][domain] = fig
-            print(f"  {domain}: {json.dumps(fig)}", flush=True)
+            logger.info("%s left out: %s", domain, json.dumps(fig))
         if top is not None:
             _write(out, top, e5, cfg, result, log)
     return result
@@ -288,7 +290,7 @@ def _write(out: Path | None, top: Any, e5: Any, cfg: TrainConfig, result: dict, 
                              "threshold_3pct": result["threshold_3pct"], "figures": result})  # fmt: skip
     out.with_suffix(".json").write_text(json.dumps(result, ensure_ascii=False, indent=1),
                                         encoding="utf-8")  # fmt: skip
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)", flush=True)
+    logger.info("wrote %s (%.1f MB)", out, out.stat().st_size / 1e6)
 
 
 def _counts(meta: list[dict[str, Any]]) -> dict[str, int]:
