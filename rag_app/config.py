@@ -226,6 +226,13 @@ class Settings(BaseSettings):
         description="Service: run `rag serve`'s ingestion workers as threads in the API process "
         "(one process; a file that kills its worker takes the API down).",
     )
+    express_lane_mb: float = Field(
+        2.0,
+        ge=0,
+        description="Ingestion: each worker also runs an express lane that takes only files up "
+        "to this size (MB) of tenants with no job in progress, so another tenant's big or slow "
+        "file never holds up a small upload (0 = no express lane).",
+    )
     job_lease_seconds: float = Field(
         60.0, gt=0, description="A job whose worker hasn't heartbeat for this long is requeued."
     )

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rag_app.store.jobs import Job
     from rag_app.types import FileResult
 
+STOP_LANE_S = 15.0  # rag worker's express lane: its current job's time to finish at a stop
 
 keys_app = typer.Typer(
     help="API keys of the service: each key has a tenant and a role (reader | editor).",
@@ -175,27 +176,61 @@ def worker(
     worker that died are requeued after RAG_JOB_LEASE_SECONDS.
     """
     import signal
+    import threading
 
-    from rag_app.service.worker import Worker, warm_up
+    from rag_app.service.worker import Worker, express_bytes, warm_up
 
     def on_job(job: Job, result: FileResult) -> None:
         err.print(f"job {job.job_id}: {job.rel_path} → {result.status} {result.reason or ''}")
 
     with open_kb(kb) as base:
         queue = base.job_queue()
+        settings = base.settings
         runner = Worker(
             base,
             queue,
-            lease_seconds=base.settings.job_lease_seconds,
-            poll_seconds=base.settings.worker_poll_seconds,
+            lease_seconds=settings.job_lease_seconds,
+            poll_seconds=settings.worker_poll_seconds,
             on_job=on_job,
         )
-        signal.signal(signal.SIGTERM, lambda *_: runner.stop())
-        signal.signal(signal.SIGUSR1, lambda *_: runner.wake())  # rag serve: a job was enqueued
+        express_max = express_bytes(settings.express_lane_mb)
+        express = (  # not with --once/--max-jobs: those count this worker's jobs
+            Worker(
+                base,
+                queue,
+                lease_seconds=settings.job_lease_seconds,
+                poll_seconds=settings.worker_poll_seconds,
+                on_job=on_job,
+                express_max_bytes=express_max,
+            )
+            if express_max is not None and not once and max_jobs is None
+            else None
+        )
+        runners = [runner] + ([express] if express is not None else [])
+
+        def stop(*_: object) -> None:
+            for r in runners:
+                r.stop()
+
+        def wake(*_: object) -> None:
+            for r in runners:
+                r.wake()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGUSR1, wake)  # rag serve: a job was enqueued
         err.print(f"worker {runner.name} on {base.path}")
+        lane: threading.Thread | None = None
         try:
             warm_up(base)  # model, parse server: before the first job, not during it
+            if express is not None:
+                lane = threading.Thread(target=express.run, name=express.name, daemon=True)
+                lane.start()
             done = runner.run(until_idle=once, max_jobs=max_jobs)
         except KeyboardInterrupt:
             done = runner.processed
+        finally:
+            stop()
+            if lane is not None:
+                lane.join(STOP_LANE_S)
+        done += express.processed if express is not None else 0
     err.print(f"processed {done} job(s)")

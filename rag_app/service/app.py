@@ -27,7 +27,7 @@ from rag_app.service.headers import SecurityHeaders
 from rag_app.service.processes import ServeProcesses
 from rag_app.service.redoc import install_redoc
 from rag_app.service.schemas import Health, Me, WorkersHealth
-from rag_app.service.worker import WorkerPool, warm_up
+from rag_app.service.worker import WorkerPool, express_bytes, warm_up
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def me(key: KeyDep) -> Me:
 
 
 def _threads(pool: WorkerPool) -> WorkersHealth:
-    configured = len(pool.workers)
+    configured = pool.configured()
     return WorkersHealth(
         mode="threads" if configured else "external", configured=configured, alive=pool.alive()
     )
@@ -99,6 +99,7 @@ def create_app(
         threads=threads,
         lease_seconds=settings.job_lease_seconds,
         poll_seconds=settings.worker_poll_seconds,
+        express_max_bytes=express_bytes(settings.express_lane_mb),
     )
     state = ServiceState(
         settings=settings,

@@ -69,8 +69,17 @@ def warm_up(kb: KnowledgeBase) -> None:
         logger.exception("worker warm-up failed")
 
 
+def express_bytes(settings_mb: float) -> int | None:
+    """The express lane's file-size limit in bytes (None: no express lane)."""
+    return int(settings_mb * 1024 * 1024) if settings_mb > 0 else None
+
+
 class Worker:
-    """Processes jobs one at a time until stopped."""
+    """Processes jobs one at a time until stopped.
+
+    ``express_max_bytes``: this worker is an express lane (store/jobs.py, ``JobQueue.claim``):
+    it takes only files up to that size, of tenants with no job in progress.
+    """
 
     def __init__(
         self,
@@ -81,10 +90,12 @@ class Worker:
         lease_seconds: float = 60.0,
         poll_seconds: float = 0.5,
         on_job: Callable[[Job, FileResult], None] | None = None,
+        express_max_bytes: int | None = None,
     ) -> None:
         self.kb = kb
         self.queue = queue
-        self.name = name or worker_name()
+        self.express_max_bytes = express_max_bytes
+        self.name = name or worker_name() + ("-express" if express_max_bytes is not None else "")
         self.lease_seconds = lease_seconds
         self.poll_seconds = poll_seconds
         self.on_job = on_job
@@ -98,7 +109,7 @@ class Worker:
     def run_once(self) -> Job | None:
         """Requeue stale jobs, claim one and process it. Returns the job, or None if idle."""
         self.queue.requeue_stale(self.lease_seconds)
-        job = self.queue.claim(self.name)
+        job = self.queue.claim(self.name, express_max_bytes=self.express_max_bytes)
         if job is None:
             return None
         beat_stop = threading.Event()
@@ -188,7 +199,8 @@ class Worker:
 
 
 class WorkerPool:
-    """A few worker threads inside the API process."""
+    """Worker threads inside the API process: ``threads`` of them, and an express lane beside
+    them unless ``express_max_bytes`` is None."""
 
     def __init__(
         self,
@@ -198,11 +210,22 @@ class WorkerPool:
         threads: int = 1,
         lease_seconds: float = 60.0,
         poll_seconds: float = 0.5,
+        express_max_bytes: int | None = None,
     ) -> None:
         self.workers = [
             Worker(kb, queue, lease_seconds=lease_seconds, poll_seconds=poll_seconds)
             for _ in range(max(0, threads))
         ]
+        if express_max_bytes is not None and self.workers:  # threads=0: `rag worker`s only
+            self.workers.append(
+                Worker(
+                    kb,
+                    queue,
+                    lease_seconds=lease_seconds,
+                    poll_seconds=poll_seconds,
+                    express_max_bytes=express_max_bytes,
+                )
+            )
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
@@ -215,8 +238,17 @@ class WorkerPool:
         for worker in self.workers:
             worker.wake()
 
+    def configured(self) -> int:
+        """Workers, their express lane not counted."""
+        return sum(worker.express_max_bytes is None for worker in self.workers)
+
     def alive(self) -> int:
-        return sum(thread.is_alive() for thread in self.threads)
+        """Live worker threads, the express lane's not counted."""
+        return sum(
+            thread.is_alive()
+            for worker, thread in zip(self.workers, self.threads, strict=False)
+            if worker.express_max_bytes is None
+        )
 
     def stop(self, timeout: float = 30.0) -> None:
         for worker in self.workers:

@@ -188,8 +188,14 @@ class JobQueue:
                 .limit(1)
             ).scalar_one_or_none()
 
-    def claim(self, worker: str) -> Job | None:
-        """Atomically take the oldest PENDING job (or None).
+    def claim(self, worker: str, *, express_max_bytes: int | None = None) -> Job | None:
+        """Atomically take the next PENDING job (or None), fairly across tenants.
+
+        The next job is that of the tenant with the fewest jobs in progress, then of the tenant
+        whose last turn is the oldest (a tenant that queued a hundred files and one that queued
+        one take turns), then the oldest. ``express_max_bytes``: a worker's express lane takes
+        only files up to that size of tenants with no job in progress, so that another tenant's
+        big or slow file never holds up a small upload.
 
         A document's job waits while another job of the same document is PROCESSING: two
         versions of one document built at once could commit in the wrong order (the older
@@ -206,10 +212,35 @@ class JobQueue:
             )
             .exists()
         )
+        in_progress = jobs.alias("in_progress")
+        tenant_running = (
+            select(func.count())
+            .where(
+                and_(
+                    in_progress.c.tenant == jobs.c.tenant,
+                    in_progress.c.status == JobStatus.PROCESSING.value,
+                )
+            )
+            .scalar_subquery()
+        )
+        turns = jobs.alias("turns")
+        last_turn = (
+            select(func.coalesce(func.max(turns.c.started_at), 0.0))
+            .where(turns.c.tenant == jobs.c.tenant)
+            .scalar_subquery()
+        )
+        conditions = [jobs.c.status == JobStatus.PENDING.value, ~busy]
+        if express_max_bytes is not None:
+            size = (
+                select(documents.c.size_bytes)
+                .where(documents.c.doc_id == jobs.c.doc_id)
+                .scalar_subquery()
+            )
+            conditions += [tenant_running == 0, func.coalesce(size, 0) <= express_max_bytes]
         oldest = (
             select(jobs.c.job_id)
-            .where(and_(jobs.c.status == JobStatus.PENDING.value, ~busy))
-            .order_by(jobs.c.job_id)
+            .where(and_(*conditions))
+            .order_by(tenant_running, last_turn, jobs.c.job_id)
             .limit(1)
             .with_for_update(skip_locked=True)
             .scalar_subquery()

@@ -40,6 +40,7 @@ from rag_app.store.schema import (
     clip_error,
     documents,
     get_meta,
+    jobs,
     metadata,
     new_document,
     set_meta,
@@ -93,9 +94,12 @@ class Ledger(LedgerReads):
             with self.engine.begin() as conn:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_SCHEMA_LOCK})
                 metadata.create_all(conn)
+                _add_new_indexes(conn)
                 self.keywords.create(conn)
             return
         metadata.create_all(self.engine)
+        with self.engine.begin() as conn:
+            _add_new_indexes(conn)
         if self.is_sqlite:
             with self.engine.begin() as conn:
                 for index in self._indexes:
@@ -403,3 +407,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=10000")
     cur.close()
+
+
+def _add_new_indexes(conn: Connection) -> None:
+    """Indexes added to existing tables since their creation (``create_all`` creates a table's
+    indexes only with the table): created here on a knowledge base made before them."""
+    for index in jobs.indexes:
+        index.create(conn, checkfirst=True)

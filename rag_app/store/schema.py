@@ -111,6 +111,8 @@ jobs = Table(
     Column("heartbeat_at", Float),
     Column("finished_at", Float),
     Index("ix_jobs_status_id", "status", "job_id"),
+    # the fair claim's "when did this tenant last get a turn" (store/jobs.py)
+    Index("ix_jobs_tenant_started", "tenant", "started_at"),
 )
 
 CHUNK_FIELDS = (
