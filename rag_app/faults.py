@@ -1,7 +1,8 @@
 """Fault injection for crash tests: named points that do nothing unless ``RAG_FAULT`` names them.
 
 ``RAG_FAULT="ingest.after_vectors:kill"`` kills the process (SIGKILL, as a crash or an OOM kill
-would) when ingestion reaches that point; ``:raise`` (the default action) raises
+would) when ingestion reaches that point; ``:sleep5`` waits 5 seconds there (a slow file, to
+kill a process in the middle of it); ``:raise`` (the default action) raises
 :class:`InjectedFault`. Several points can be given, comma separated. The points:
 
 * ``ingest.after_parse`` - file parsed and chunked, nothing written
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 ENV = "RAG_FAULT"
 
@@ -34,4 +36,7 @@ def fault_point(name: str) -> None:
             continue
         if action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        if action.startswith("sleep"):
+            time.sleep(float(action.removeprefix("sleep") or 1))
+            continue
         raise InjectedFault(f"injected fault at {name}")

@@ -53,6 +53,11 @@ class FileResult(BaseModel):
     version: int | None = None
     reason: str | None = None
     seconds: float = 0.0
+    platform: bool = Field(
+        False,
+        description="FAILED because the platform (vector store, database) was unreachable, "
+        "not because of the file: a service worker queues it again.",
+    )
 
 
 class IngestReport(BaseModel):

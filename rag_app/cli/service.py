@@ -3,6 +3,7 @@ ingestion workers."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -132,7 +133,9 @@ def serve(
     from rag_app.service.processes import ServeProcesses, workers_in_process
     from rag_app.store.writer_lock import KnowledgeBaseBusy, describe_writer
 
+    started = time.time()
     settings = kb_settings(kb)
+    local = settings.chroma_url is None  # then no other process may write this KB
     count = settings.workers if workers is None else workers
     children = None
     if not workers_in_process(settings, count, in_process):  # service/processes.py
@@ -147,6 +150,15 @@ def serve(
     try:
         with open_kb(kb, settings=settings) as base:
             describe_writer(base.path, f"rag serve on http://{host}:{port}")
+            if local:  # jobs a killed server left in progress: queued again now, not in a lease
+                requeued, failed = base.job_queue(settings.job_max_attempts).requeue_stale(
+                    settings.job_lease_seconds, before=started
+                )
+                if requeued or failed:
+                    err.print(
+                        f"jobs left in progress by a stopped server: {requeued} requeued, "
+                        f"{failed} failed (out of attempts)"
+                    )
             application = create_app(
                 base.settings, kb=base, workers=0 if children else count, processes=children
             )

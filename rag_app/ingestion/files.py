@@ -1,5 +1,5 @@
 """What ``ingest`` is given: files and folders expanded into input files, the stable document id of
-each, and the short reason shown for an unexpected failure."""
+each, the short reason shown for an unexpected failure, and whether a failure was the platform's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+from sqlalchemy.exc import OperationalError
+
 from rag_app.types import FileResult
+
+# failures of the platform, not of the file: the vector store (a Chroma server, or `rag serve`'s
+# child) or the ledger's database unreachable, or gone mid-request
+_PLATFORM_ERRORS: tuple[type[BaseException], ...] = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.RemoteProtocolError,
+    httpx.ReadError,
+    httpx.WriteError,
+    ConnectionRefusedError,
+    ConnectionResetError,
+    OperationalError,
+)
 
 
 @dataclass(frozen=True)
@@ -21,6 +37,19 @@ class InputFile:
 def internal_error(exc: BaseException) -> str:
     """A short, secret-free description of an unexpected failure (details go to the log)."""
     return f"internal error ({type(exc).__name__}); see the server log"
+
+
+def platform_error(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is the platform's failure: a worker
+    gives such a job back to the queue instead of failing its file."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _PLATFORM_ERRORS):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def make_doc_id(tenant: str, rel_path: str) -> str:

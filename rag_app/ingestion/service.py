@@ -19,7 +19,13 @@ from llama_index.core.ingestion import IngestionPipeline
 
 from rag_app.config import Settings
 from rag_app.faults import fault_point
-from rag_app.ingestion.files import InputFile, collect_files, internal_error, make_doc_id
+from rag_app.ingestion.files import (
+    InputFile,
+    collect_files,
+    internal_error,
+    make_doc_id,
+    platform_error,
+)
 from rag_app.ingestion.isolation import ParseJob, parse_and_chunk, parse_bounded
 from rag_app.ingestion.pipeline import (
     EmbeddedChunk,
@@ -358,6 +364,7 @@ class IngestionService:
         """A bug or an infrastructure failure: the file fails, the batch goes on."""
         logger.exception("ingesting %s failed", result.path, exc_info=exc)
         result.status, result.reason = "FAILED", f"{type(exc).__name__}: {exc}"
+        result.platform = platform_error(exc)
         if result.doc_id:
             # the ledger's error is shown to API users: no details that may hold paths or secrets
             self.ledger.mark_failed(result.doc_id, internal_error(exc))

@@ -12,8 +12,10 @@ With a local (embedded) Chroma only one process may open ``<kb>/chroma``, so ``r
 the knowledge base's writer lock itself and serves that directory with a ``chroma run`` child
 on 127.0.0.1 (same on-disk format); the API and the workers use it over HTTP. ``rag ingest``
 while the server runs is still refused with the fix; after the server stops, the CLI opens the
-directory directly again. Children get SIGTERM when ``rag serve`` dies (Linux
-``PR_SET_PDEATHSIG``), so a ``kill -9`` of the server leaves no worker writing behind it.
+directory directly again. Children get a signal when ``rag serve`` dies (Linux
+``PR_SET_PDEATHSIG``; the Chroma child SIGTERM, the workers SIGKILL), so a ``kill -9`` of the
+server leaves no worker writing behind it, nor failing its job against a Chroma child that is
+stopping too; ``rag serve`` requeues that job when it starts again.
 
 ``RAG_WORKERS_IN_PROCESS=true`` / ``rag serve --workers-in-process`` keep the worker threads in
 the API process (one process; a fatal file takes the API down with it).
@@ -52,8 +54,8 @@ HEALTHY_RUN_S = 60.0  # a child that ran this long restarts without back-off
 PR_SET_PDEATHSIG = 1
 
 
-def _parent_death_signal() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that asks Linux to SIGTERM the child when its parent thread ends.
+def _parent_death_signal(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks Linux to send ``sig`` to the child when its parent thread ends.
 
     ``prctl`` is looked up here, in the parent: between fork and exec the child only calls it
     (no ``dlopen``/``dlsym``, whose locks another thread of the parent may hold at the fork).
@@ -64,7 +66,7 @@ def _parent_death_signal() -> Callable[[], None] | None:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
-    return functools.partial(prctl, PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    return functools.partial(prctl, PR_SET_PDEATHSIG, int(sig))
 
 
 def free_port(avoid: Collection[int] = ()) -> int:
@@ -88,8 +90,20 @@ def _no_proxy(env: dict[str, str]) -> None:
 class Child:
     """One supervised child process: started, restarted when it exits, stopped on request."""
 
-    def __init__(self, name: str, command: list[str], env: dict[str, str], log: Path | None):
+    def __init__(
+        self,
+        name: str,
+        command: list[str],
+        env: dict[str, str],
+        log: Path | None,
+        *,
+        death_signal: int = signal.SIGTERM,
+    ):
         self.name, self.command, self.env, self.log = name, command, env, log
+        # what the child gets when rag serve dies: a worker is killed outright (SIGKILL), so it
+        # cannot go on with its job against a Chroma child that is stopping too and fail it;
+        # its job is requeued when the server starts again
+        self.death_signal = death_signal
         self.proc: subprocess.Popen[bytes] | None = None
         self.started = 0.0
         self.restarts = 0
@@ -107,7 +121,7 @@ class Child:
                 stdout=out if out is not None else None,
                 stderr=subprocess.STDOUT if out is not None else None,
                 start_new_session=True,  # Ctrl-C reaches rag serve, which stops us in order
-                preexec_fn=_parent_death_signal(),  # noqa: PLW1509 - prctl only
+                preexec_fn=_parent_death_signal(self.death_signal),  # noqa: PLW1509 - prctl only
             )
         finally:
             if out is not None:
@@ -203,7 +217,8 @@ class ServeProcesses:
             self._can_wake = True
         worker_cmd = [sys.executable, "-m", "rag_app.cli", "worker", "--kb", str(kb_dir)]
         self.children = [
-            Child(f"worker {i + 1}", worker_cmd, env, None) for i in range(self.workers)
+            Child(f"worker {i + 1}", worker_cmd, env, None, death_signal=signal.SIGKILL)
+            for i in range(self.workers)
         ]
         self._thread = threading.Thread(target=self._monitor, name="rag-children", daemon=True)
         self._thread.start()

@@ -18,11 +18,17 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from rag_app.ingestion.files import platform_error
 from rag_app.kb import KnowledgeBase, internal_error
 from rag_app.store.jobs import Job, JobQueue, JobStatus
 from rag_app.types import FileResult
 
 logger = logging.getLogger(__name__)
+
+# a job whose platform failed (store/jobs.py, JobQueue.release) is queued again without being
+# charged while it is younger than this; after that its failures count as its file's
+PLATFORM_RETRY_WINDOW_S = 3600.0
+MAX_BACKOFF_S = 30.0
 
 
 def worker_name() -> str:
@@ -105,6 +111,7 @@ class Worker:
         self.stopping = False
         self.wakeup = Wakeup()
         self.processed = 0
+        self.platform_failures = 0  # in a row: the back-off before the next claim
 
     def run_once(self) -> Job | None:
         """Requeue stale jobs, claim one and process it. Returns the job, or None if idle."""
@@ -120,12 +127,18 @@ class Worker:
         finally:
             beat_stop.set()
             beat.join()
+        if result is None:  # given back: the platform failed, not the file
+            self.platform_failures += 1
+            self.wakeup.wait(min(MAX_BACKOFF_S, 2.0**self.platform_failures))
+            return job
+        self.platform_failures = 0
         self.processed += 1
         if self.on_job:
             self.on_job(job, result)
         return job
 
-    def _process(self, job: Job) -> FileResult:
+    def _process(self, job: Job) -> FileResult | None:
+        """The job's result, or None when it was given back to the queue (platform failure)."""
         logger.info("job %s: %s %s (%s)", job.job_id, job.kind, job.rel_path, job.doc_id)
         try:
             if not Path(job.path).is_file():
@@ -142,9 +155,13 @@ class Worker:
             self.kb.mark_failed(job.doc_id, str(exc))
         except Exception as exc:  # keep the worker alive; the user sees a secret-free reason
             logger.exception("job %s failed", job.job_id)
+            if platform_error(exc) and self._give_back(job, exc):
+                return None
             result = FileResult(path=job.path, doc_id=job.doc_id, status="FAILED")
             result.reason = internal_error(exc)
             self.kb.mark_failed(job.doc_id, result.reason)
+        if result.platform and self._give_back(job, None):
+            return None
         if result.status in ("SUCCESS", "UNCHANGED"):
             status, error = JobStatus.SUCCESS, None
         elif result.status == "CANCELLED":
@@ -160,6 +177,21 @@ class Worker:
                 status.value,
             )
         return result
+
+    def _give_back(self, job: Job, exc: BaseException | None) -> bool:
+        """Queue a job that failed by the platform's fault again, uncharged, unless it has
+        waited longer than PLATFORM_RETRY_WINDOW_S. True when it went back."""
+        if time.time() - job.created_at > PLATFORM_RETRY_WINDOW_S:
+            return False
+        cause = type(exc).__name__ if exc is not None else "the vector store or database"
+        reason = f"waiting: the platform was unreachable ({cause}); the job is retried"
+        try:
+            back = self.queue.release(job.job_id, worker=self.name, reason=reason)
+        except Exception:  # the ledger itself is down: the lease requeues the job later
+            logger.exception("job %s: could not give it back", job.job_id)
+            return True
+        logger.warning("job %s: platform failure, queued again (not charged)", job.job_id)
+        return back
 
     def _heartbeat(self, job: Job, stop: threading.Event) -> None:
         interval = max(0.2, self.lease_seconds / 4)

@@ -305,6 +305,37 @@ class JobQueue:
             )
         return bool(result.rowcount)
 
+    def release(self, job_id: int, *, worker: str, reason: str) -> bool:
+        """Give ``worker``'s job back to the queue without charging the attempt: it failed for
+        a reason of the platform (the vector store or the database unreachable), not of its
+        file. The document shows PENDING with ``reason``. False when the job is no longer
+        that worker's."""
+        with self.engine.begin() as conn:
+            doc_id = conn.execute(
+                update(jobs)
+                .where(
+                    and_(
+                        jobs.c.job_id == job_id,
+                        jobs.c.worker == worker,
+                        jobs.c.status == JobStatus.PROCESSING.value,
+                    )
+                )
+                .values(
+                    status=JobStatus.PENDING.value,
+                    worker=None,
+                    attempts=jobs.c.attempts - 1,
+                    error=clip_error(reason),
+                )
+                .returning(jobs.c.doc_id)
+            ).scalar_one_or_none()
+            if doc_id is not None:
+                conn.execute(
+                    update(documents)
+                    .where(documents.c.doc_id == doc_id)
+                    .values(status=DocStatus.PENDING.value, error=clip_error(reason))
+                )
+        return doc_id is not None
+
     def cancel_for_document(self, doc_id: str) -> int:
         """Cancel a document's open jobs (it is being deleted)."""
         with self.engine.begin() as conn:
@@ -315,12 +346,17 @@ class JobQueue:
             )
         return int(result.rowcount or 0)
 
-    def requeue_stale(self, lease_seconds: float) -> tuple[int, int]:
+    def requeue_stale(
+        self, lease_seconds: float, *, before: float | None = None
+    ) -> tuple[int, int]:
         """Jobs whose worker stopped heartbeating: back to PENDING, or FAILED after max attempts.
 
-        Returns (requeued, failed).
+        ``before``: instead of the lease, every job whose last heartbeat is older than this
+        epoch time, back to PENDING without charging the attempt (``rag serve`` on a local KB at
+        start-up: the jobs a killed server left in progress, whose workers died with it; no
+        other process may write the KB, so no live worker holds them). Returns (requeued, failed).
         """
-        cutoff = time.time() - lease_seconds
+        cutoff = time.time() - lease_seconds if before is None else before
         stale = and_(
             jobs.c.status == JobStatus.PROCESSING.value,
             func.coalesce(jobs.c.heartbeat_at, 0.0) < cutoff,
@@ -329,19 +365,26 @@ class JobQueue:
             f"gave up after {self.max_attempts} attempts: the worker stopped while processing "
             "(crash or kill); see the server log"
         )
+        charge = before is None
         with self.engine.begin() as conn:
-            given_up = conn.execute(
-                update(jobs)
-                .where(and_(stale, jobs.c.attempts >= self.max_attempts))
-                .values(status=JobStatus.FAILED.value, error=error, finished_at=time.time())
-                .returning(jobs.c.doc_id)
-            ).scalars()
-            failed_docs = list(given_up)
+            failed_docs: list[str] = []
+            if charge:
+                given_up = conn.execute(
+                    update(jobs)
+                    .where(and_(stale, jobs.c.attempts >= self.max_attempts))
+                    .values(status=JobStatus.FAILED.value, error=error, finished_at=time.time())
+                    .returning(jobs.c.doc_id)
+                ).scalars()
+                failed_docs = list(given_up)
             requeued_docs = list(
                 conn.execute(
                     update(jobs)
                     .where(stale)
-                    .values(status=JobStatus.PENDING.value, worker=None)
+                    .values(
+                        status=JobStatus.PENDING.value,
+                        worker=None,
+                        attempts=jobs.c.attempts - (0 if charge else 1),
+                    )
                     .returning(jobs.c.doc_id)
                 ).scalars()
             )

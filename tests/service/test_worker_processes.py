@@ -249,3 +249,40 @@ def test_the_chroma_childs_port_is_never_the_apis(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(processes.socket, "socket", FakeSocket)
     assert processes.free_port(avoid=(57235,)) == 41000
+
+
+def test_a_killed_server_takes_its_workers_along_and_leaves_their_job_to_the_next(
+    tmp_path: Path,
+) -> None:
+    """kill -9 of `rag serve` in the middle of a job: its worker process dies with it at once
+    (it may not go on and fail the job against the Chroma child, which stops too), the job
+    stays in progress, not FAILED, and the next server runs it (issue 53, item 3)."""
+    kb_dir, ledger, headers, port, url = _setup(tmp_path)
+    proc = _serve(kb_dir, port, RAG_FAULT="ingest.after_parse:sleep60")  # a slow file
+    try:
+        _wait_up(url, proc)
+        doc_id = _upload(url, headers)
+        deadline = time.monotonic() + 120
+        queue = JobQueue(ledger)
+        while queue.latest_for([doc_id])[doc_id].status != "PROCESSING":
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert _worker_pids(kb_dir)
+        proc.kill()
+        proc.wait(30)
+        deadline = time.monotonic() + 10
+        while _worker_pids(kb_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _worker_pids(kb_dir), "a worker outlived its server"
+    finally:
+        _stop(proc)
+    job = queue.latest_for([doc_id])[doc_id]
+    assert job.status == "PROCESSING" and job.error is None  # not failed by an orphan
+    proc = _serve(kb_dir, port, RAG_JOB_LEASE_SECONDS="3600")
+    try:
+        _wait_up(url, proc)
+        body = _wait_status(url, doc_id, headers, {"SUCCESS", "FAILED"})
+        assert body["status"] == "SUCCESS" and body["job"]["attempts"] == 1, body
+    finally:
+        _stop(proc)
+    ledger.close()
