@@ -226,6 +226,12 @@ class Settings(BaseSettings):
         description="Service: run `rag serve`'s ingestion workers as threads in the API process "
         "(one process; a file that kills its worker takes the API down).",
     )
+    keep_superseded_uploads: bool = Field(
+        False,
+        description="Service: keep the uploaded file of every superseded version under "
+        "<kb>/uploads (by default a document keeps only its current version's file and those "
+        "of jobs still queued).",
+    )
     express_lane_mb: float = Field(
         2.0,
         ge=0,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 
 class DocStatus(StrEnum):
@@ -100,6 +100,15 @@ class DocumentInfo(BaseModel):
     size_bytes: int = 0
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @field_validator("created_at", "updated_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        """The ledger stores UTC; SQLite gives it back without its offset: say it (ISO 8601
+        with ``+00:00`` in the API and JSON output)."""
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
 
 
 class ChunkInfo(BaseModel):

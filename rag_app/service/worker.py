@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import select
+import shutil
 import socket
 import threading
 import time
@@ -29,6 +30,9 @@ logger = logging.getLogger(__name__)
 # charged while it is younger than this; after that its failures count as its file's
 PLATFORM_RETRY_WINDOW_S = 3600.0
 MAX_BACKOFF_S = 30.0
+# a superseded upload folder younger than this is left: an upload being stored right now
+# writes its file before it enqueues its job
+FRESH_UPLOAD_S = 300.0
 
 
 def worker_name() -> str:
@@ -164,6 +168,7 @@ class Worker:
             return None
         if result.status in ("SUCCESS", "UNCHANGED"):
             status, error = JobStatus.SUCCESS, None
+            self._prune_uploads(job)
         elif result.status == "CANCELLED":
             status, error = JobStatus.CANCELLED, result.reason
         else:
@@ -177,6 +182,28 @@ class Worker:
                 status.value,
             )
         return result
+
+    def _prune_uploads(self, job: Job) -> None:
+        """Remove the stored files of the document's superseded versions (uploads/<doc id>/
+        <hash>/), keeping this job's and those of its jobs still queued, unless
+        ``keep_superseded_uploads``."""
+        if self.kb.settings.keep_superseded_uploads:
+            return
+        current = Path(job.path).parent
+        doc_dir = current.parent
+        uploads = (self.kb.settings.kb_dir / "uploads").resolve()
+        try:
+            if doc_dir.parent.resolve() != uploads:  # not a service upload (a path of its own)
+                return
+            keep = {current.resolve()}
+            keep |= {Path(p).parent.resolve() for p in self.queue.open_paths(job.doc_id)}
+            now = time.time()
+            for folder in doc_dir.iterdir():
+                if folder.resolve() in keep or now - folder.stat().st_mtime < FRESH_UPLOAD_S:
+                    continue
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # best effort: a leftover file costs disk, not correctness
+            logger.exception("job %s: pruning superseded uploads failed", job.job_id)
 
     def _give_back(self, job: Job, exc: BaseException | None) -> bool:
         """Queue a job that failed by the platform's fault again, uncharged, unless it has

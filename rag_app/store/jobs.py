@@ -336,6 +336,16 @@ class JobQueue:
                 )
         return doc_id is not None
 
+    def open_paths(self, doc_id: str) -> list[str]:
+        """The stored files of a document's jobs still PENDING or PROCESSING."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(jobs.c.path).where(
+                    and_(jobs.c.doc_id == doc_id, jobs.c.status.in_(OPEN_STATUSES))
+                )
+            ).scalars()
+            return [str(p) for p in rows]
+
     def cancel_for_document(self, doc_id: str) -> int:
         """Cancel a document's open jobs (it is being deleted)."""
         with self.engine.begin() as conn:

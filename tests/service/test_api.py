@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
+import time
 import zipfile
 from collections.abc import Callable
+from datetime import datetime
 
 from tests.service.conftest import OTHER, POLICY, Service, bearer
 
@@ -183,6 +186,22 @@ class TestDocuments:
             "/api/ask", json={"question": "一线城市住宿标准是多少？"}, headers=service.editor
         ).json()
         assert "800" in answer["answer"] and "600" not in answer["answer"]
+
+    def test_a_superseded_versions_upload_is_removed_and_times_carry_their_offset(
+        self, service: Service
+    ) -> None:
+        doc_id = _ingested(service)
+        folders = list((service.kb_dir / "uploads" / doc_id).iterdir())
+        assert len(folders) == 1
+        old = time.time() - 3600  # not an upload being stored right now
+        os.utime(folders[0], (old, old))
+        _ingested(service, text=POLICY.replace("600", "800"))
+        (kept,) = (service.kb_dir / "uploads" / doc_id).iterdir()
+        assert kept != folders[0] and "800" in next(kept.iterdir()).read_text()
+        doc = service.client.get(f"/api/documents/{doc_id}", headers=service.editor).json()
+        for field in ("created_at", "updated_at"):
+            stamp = datetime.fromisoformat(doc[field])
+            assert stamp.utcoffset() is not None, doc[field]  # ISO 8601 with its offset
 
 
 class TestUploadSafety:

@@ -6,6 +6,7 @@ import threading
 import time
 from pathlib import Path
 
+from rag_app.config import Settings
 from rag_app.service.worker import Worker
 from rag_app.store.jobs import JobQueue, JobStatus, PendingDocument
 from rag_app.store.ledger import Ledger
@@ -80,7 +81,8 @@ def test_the_express_lane_takes_only_small_files_of_idle_tenants(tmp_path: Path)
 class _SlowBigKb:
     """A knowledge base whose big file takes until released (the worker needs only these)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kb_dir: Path) -> None:
+        self.settings = Settings(kb_dir=kb_dir)
         self.release = threading.Event()
         self.done: dict[str, float] = {}
 
@@ -96,7 +98,7 @@ class _SlowBigKb:
 
 def test_another_tenants_small_upload_passes_a_big_one_in_progress(tmp_path: Path) -> None:
     queue = _queue(tmp_path)
-    kb = _SlowBigKb()
+    kb = _SlowBigKb(tmp_path)
     stored = tmp_path / "stored.md"
     stored.write_text("x")
     _add(queue, "a-big", "A", size=50 * MB, path=str(stored))

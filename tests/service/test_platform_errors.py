@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy.exc import OperationalError
 
+from rag_app.config import Settings
 from rag_app.ingestion.files import platform_error
 from rag_app.service.worker import Worker
 from rag_app.store.jobs import JobQueue, PendingDocument
@@ -32,7 +33,8 @@ def test_platform_errors_are_told_from_the_files_own() -> None:
 class _FlakyKb:
     """Fails the first ``failures`` ingestions the way a platform outage would."""
 
-    def __init__(self, failures: int, *, as_result: bool) -> None:
+    def __init__(self, kb_dir: Path, failures: int, *, as_result: bool) -> None:
+        self.settings = Settings(kb_dir=kb_dir)
         self.failures, self.as_result = failures, as_result
         self.calls = 0
         self.marked: list[str] = []
@@ -73,7 +75,7 @@ def _one_job(tmp_path: Path) -> tuple[JobQueue, str]:
 def test_a_job_whose_vector_store_is_down_is_queued_again_uncharged(tmp_path: Path) -> None:
     for as_result in (False, True):  # raised by the worker's call, or reported by ingestion
         queue, doc_id = _one_job(tmp_path / str(as_result))
-        kb = _FlakyKb(failures=2, as_result=as_result)
+        kb = _FlakyKb(tmp_path, failures=2, as_result=as_result)
         worker = Worker(kb, queue, poll_seconds=0.01)  # type: ignore[arg-type]
         worker.wakeup.set()  # no back-off wait in the test
         assert worker.run_once() is not None
