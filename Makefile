@@ -13,7 +13,7 @@ export RAGAS_DO_NOT_TRACK := true
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install browser-deps ocr-deps postgres-deps run test lint typecheck pytest bench screenshots clean
+.PHONY: install browser-deps ocr-deps postgres-deps run test lint typecheck pytest bench figures screenshots clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -117,6 +117,10 @@ bench: install
 	$(PY) benchmarks/memory.py --sizes 5 --real-model-size 0 --json $(BENCH_OUT)/memory.json
 	$(PY) benchmarks/service_load.py --clients 2 --duration 10 --drain 30 \
 		--json $(BENCH_OUT)/service_load.json
+
+# the README's performance figures: measured on today's code? (exit 1 when one is stale)
+figures: install
+	$(PY) benchmarks/figures.py --check
 
 clean:
 	rm -rf .rag .pytest_cache .mypy_cache .ruff_cache

@@ -91,9 +91,35 @@ def machine() -> dict[str, Any]:
     }
 
 
+def source_hashes() -> dict[str, str]:
+    """A short hash of every file of the package and of the running script: what a figure
+    was measured on (benchmarks/figures.py tells a stale figure by them)."""
+    files = sorted((ROOT / "rag_app").rglob("*.py"))
+    script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
+    if script is not None and script.is_file() and script.is_relative_to(ROOT):
+        files.append(script)
+    return {
+        p.relative_to(ROOT).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()[:12]
+        for p in files
+    }
+
+
+def provenance() -> dict[str, Any]:
+    """When and on what code a results file was written."""
+    from datetime import datetime
+
+    return {
+        "run_at": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "",
+        "sources": source_hashes(),
+    }
+
+
 def write_json(path: Path, data: dict[str, Any]) -> Path:
-    """Write a results file (its folder created), pretty-printed UTF-8 JSON."""
+    """Write a results file (its folder created), pretty-printed UTF-8 JSON, with this run's
+    provenance (run time, command, source hashes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    data = {**data, "provenance": provenance()}
     path.write_text(json.dumps(data, ensure_ascii=False, indent=2))
     return path
 

@@ -77,3 +77,20 @@ def test_user_doc_links_and_code_paths_exist() -> None:
         "(relative links are checked from the file's folder, code paths from the repository "
         "root):\n" + "\n".join(broken)
     )
+
+
+def test_every_readme_performance_figure_is_tracked_for_staleness() -> None:
+    """benchmarks/figures.py knows the results file of every benchmark the README's figures
+    name, so `make figures` can tell when one was measured on older code (issue 57)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "figures.py")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "untracked" not in done.stdout, done.stdout
+    assert "fresh" in done.stdout or "stale" in done.stdout

@@ -19,18 +19,26 @@ def test_an_ingest_uses_what_its_prefetcher_prepared(
     for i in range(4):
         (docs / f"{i}.md").write_text(f"# 第{i}号文件\n\n本文件编号为{i}。\n", encoding="utf-8")
     service = kb.ingestion
-    parse = service.parse
-    threads: list[str] = []
+    chunk, embed = service.chunk, service.embed
+    threads: dict[str, list[str]] = {"chunk": [], "embed": []}
 
-    def spying(*args: Any, **kwargs: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return parse(*args, **kwargs)
+    def spying_chunk(*args: Any, **kwargs: Any) -> Any:
+        threads["chunk"].append(threading.current_thread().name)
+        return chunk(*args, **kwargs)
 
-    monkeypatch.setattr(service, "parse", spying)
+    def spying_embed(*args: Any, **kwargs: Any) -> Any:
+        threads["embed"].append(threading.current_thread().name)
+        return embed(*args, **kwargs)
+
+    monkeypatch.setattr(service, "chunk", spying_chunk)
+    monkeypatch.setattr(service, "embed", spying_embed)
     report = kb.ingest([docs])
     assert [f.status for f in report.files] == ["SUCCESS"] * 4
-    assert len(threads) == 4  # each file parsed once: none prepared ahead and parsed again
-    assert all(name.startswith("ingest-prep") for name in threads)
+    # each file parsed and embedded once: none prepared ahead and prepared again inline; the
+    # parse (a wait on the parse child) in a thread of its own, beside the model's
+    assert len(threads["chunk"]) == len(threads["embed"]) == 4
+    assert all(name.startswith("ingest-parse") for name in threads["chunk"])
+    assert all(name.startswith("ingest-prep") for name in threads["embed"])
 
 
 def test_ingest_one_parses_inline(

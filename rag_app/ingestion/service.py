@@ -26,7 +26,7 @@ from rag_app.ingestion.files import (
     make_doc_id,
     platform_error,
 )
-from rag_app.ingestion.isolation import ParseJob, parse_and_chunk, parse_bounded
+from rag_app.ingestion.isolation import Chunked, ParseJob, parse_and_chunk, parse_bounded
 from rag_app.ingestion.pipeline import (
     EmbeddedChunk,
     PreparedDocument,
@@ -300,14 +300,26 @@ class IngestionService:
     def parse(
         self, data: bytes, filename: str, *, doc_id: str, tenant: str, source: str
     ) -> tuple[ParsedFile, PreparedDocument]:
-        """Parse and chunk ``data`` (in a bounded child process unless ``parse_in_process``;
-        see isolation.py), then embed and keyword-tokenize its chunks here."""
+        """Parse and chunk ``data`` (:meth:`chunk`), then embed and keyword-tokenize its
+        chunks here (:meth:`embed`)."""
+        chunked = self.chunk(data, filename, doc_id=doc_id, tenant=tenant, source=source)
+        return self.embed(chunked, doc_id=doc_id, tenant=tenant)
+
+    def chunk(
+        self, data: bytes, filename: str, *, doc_id: str, tenant: str, source: str
+    ) -> Chunked:
+        """Parse and chunk ``data`` in a bounded child process (unless ``parse_in_process``;
+        see isolation.py)."""
         s = self.settings
         job = ParseJob.of(s, data, filename, doc_id=doc_id, tenant=tenant, source=source)
         if s.parse_in_process:
-            chunked = parse_and_chunk(job)
-        else:
-            chunked = parse_bounded(job, timeout=s.parse_timeout, max_mb=s.parse_max_mb)
+            return parse_and_chunk(job)
+        return parse_bounded(job, timeout=s.parse_timeout, max_mb=s.parse_max_mb)
+
+    def embed(
+        self, chunked: Chunked, *, doc_id: str, tenant: str
+    ) -> tuple[ParsedFile, PreparedDocument]:
+        """Embed and keyword-tokenize a chunked file's chunks (the model runs here)."""
         ready = embed_chunks(self.pipeline, chunked.nodes, doc_id=doc_id, tenant=tenant)
         return chunked.parsed, ready
 
