@@ -220,8 +220,16 @@ class KnowledgeBase:
         return self.ledger.get_document(doc_id)
 
     def chunks(self, doc_id: str) -> list[ChunkInfo]:
-        """The active chunks of a document, in order."""
-        return self.ledger.active_chunks(doc_id)
+        """The active chunks of a document, in order; a paged document's (PDF) with their pages
+        and OCR mark (kept with the vectors)."""
+        chunks = self.ledger.active_chunks(doc_id)
+        document = self.ledger.get_document(doc_id)
+        if chunks and document is not None and document.doc_type == "pdf":
+            stored = self.vectors.metadatas([c.chunk_id for c in chunks])
+            for chunk in chunks:
+                meta = stored.get(chunk.chunk_id, {})
+                chunk.pages, chunk.ocr = str(meta.get("pages", "")), bool(meta.get("ocr", False))
+        return chunks
 
     def find_by_hash(self, tenant: str, content_hash: str) -> str | None:
         """The tenant's document already holding this content (SHA-256), if any."""

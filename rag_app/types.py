@@ -124,6 +124,8 @@ class ChunkInfo(BaseModel):
     suffix_chars: int = 0
     token_count: int = 0
     block_types: str = ""
+    pages: str = Field("", description="A paged document's (PDF) pages of the chunk: 3 or 3-4.")
+    ocr: bool = Field(False, description="Some of its text was read by OCR from a scanned page.")
 
 
 REFUSAL = "当前知识库中未找到足够依据。"

@@ -243,6 +243,16 @@ class VectorStore:
             for i, d, m in zip(ids, distances, metas, strict=False)
         ]
 
+    def metadatas(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored metadata of these vectors (those that exist), by id."""
+        found: dict[str, dict[str, Any]] = {}
+        step = self.batch_size
+        for start in range(0, len(ids), step):
+            got = self.collection.get(ids=list(ids[start : start + step]), include=["metadatas"])
+            for chunk_id, meta in zip(got["ids"], got.get("metadatas") or [], strict=False):
+                found[chunk_id] = dict(meta or {})
+        return found
+
     def delete_document(self, doc_id: str, keep_version: int | None = None) -> None:
         """Remove a document's vectors (all versions, or all but ``keep_version``)."""
         where: dict[str, Any] = {"doc_id": doc_id}

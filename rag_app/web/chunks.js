@@ -71,6 +71,15 @@ function chunkItem(c) {
     hasBlockType(c.block_types, "table")
       ? el("span", { class: "badge table", "data-testid": "chunk-table-badge", text: "表格 table" })
       : null,
+    c.ocr
+      ? el("span", {
+          class: "badge ocr", "data-testid": "chunk-ocr-badge",
+          title: "文字由 OCR 从扫描页识别，可能有误", text: "OCR",
+        })
+      : null,
+    c.pages
+      ? el("span", { class: "chip", "data-testid": "chunk-pages", text: "第 " + c.pages + " 页" })
+      : null,
     el("span", {
       class: "chip", "data-testid": "chunk-span", title: "字符区间 start_char–end_char",
       text: c.start_char + "–" + c.end_char,
