@@ -226,6 +226,12 @@ class Settings(BaseSettings):
         description="Service: run `rag serve`'s ingestion workers as threads in the API process "
         "(one process; a file that kills its worker takes the API down).",
     )
+    chat_max_turns: int = Field(
+        50, ge=1, description="Service: turns kept per conversation of /api/chat (oldest dropped)."
+    )
+    chat_keep_days: float = Field(
+        30.0, gt=0, description="Service: a conversation idle this many days is deleted."
+    )
     keep_superseded_uploads: bool = Field(
         False,
         description="Service: keep the uploaded file of every superseded version under "

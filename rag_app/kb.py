@@ -18,6 +18,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.schema import NodeWithScore
 
+from rag_app.chat import ChatService
 from rag_app.config import Settings
 from rag_app.embeddings import load_embedding
 from rag_app.engine import AnswerEngine
@@ -32,6 +33,7 @@ from rag_app.retrieval.stats import TermStatistics
 from rag_app.store import doctor
 from rag_app.store.api_keys import ApiKeyStore
 from rag_app.store.collection_name import collection_for
+from rag_app.store.conversations import ConversationStore
 from rag_app.store.jobs import JobQueue
 from rag_app.store.ledger import Ledger
 from rag_app.store.retokenize import retokenize_keywords
@@ -109,6 +111,14 @@ class KnowledgeBase:
         self.stats = TermStatistics(self.ledger)
         self.ingestion = IngestionService(settings, self.ledger, self.vectors, self._embedding)
         self.query = QueryService(settings, self.ledger, self.vectors, self._embedding, self.stats)
+        self.chat = ChatService(
+            ConversationStore(
+                self.ledger.engine,
+                max_turns=settings.chat_max_turns,
+                keep_days=settings.chat_keep_days,
+            ),
+            lambda question, tenant, top_k, doc_ids: self.ask(question, tenant, top_k, doc_ids),
+        )
 
     @classmethod
     def open(

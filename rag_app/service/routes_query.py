@@ -14,7 +14,8 @@ from rag_app.types import Source
 router = APIRouter(prefix="/api", tags=["query"])
 
 
-def _sources(state: ServiceState, sources: list[Source]) -> list[SourceOut]:
+def sources_out(state: ServiceState, sources: list[Source]) -> list[SourceOut]:
+    """The sources with their documents' file names."""
     names: dict[str, str] = {}
     for s in sources:
         if s.doc_id not in names:
@@ -34,7 +35,7 @@ def ask(key: KeyDep, body: AskBody, state: StateDep) -> AnswerOut:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "question is empty")
     answer = state.kb.ask(body.question, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
     fields = answer.model_dump(exclude={"sources"})
-    return AnswerOut(**fields, sources=_sources(state, answer.sources))
+    return AnswerOut(**fields, sources=sources_out(state, answer.sources))
 
 
 @router.post("/retrieve", response_model=RetrieveOut, openapi_extra=body_schema(RetrieveIn))
@@ -43,4 +44,4 @@ def retrieve(key: KeyDep, body: RetrieveBody, state: StateDep) -> RetrieveOut:
     if not body.query.strip():
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "query is empty")
     found = state.kb.retrieve(body.query, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
-    return RetrieveOut(sources=_sources(state, found))
+    return RetrieveOut(sources=sources_out(state, found))

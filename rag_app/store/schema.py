@@ -115,6 +115,30 @@ jobs = Table(
     Index("ix_jobs_tenant_started", "tenant", "started_at"),
 )
 
+# Conversations of the service's /api/chat (store/conversations.py): per tenant and API key.
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("conversation_id", String(32), primary_key=True),
+    Column("tenant", String(128), nullable=False),
+    Column("key_id", String(32), nullable=False),
+    Column("title", Text, nullable=False, default=""),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Index("ix_conversations_owner", "tenant", "key_id", "updated_at"),
+)
+
+conversation_turns = Table(
+    "conversation_turns",
+    metadata,
+    Column("turn_id", Integer, primary_key=True, autoincrement=True),
+    Column("conversation_id", String(32), nullable=False, index=True),
+    Column("question", Text, nullable=False),
+    Column("resolved_question", Text, nullable=False),
+    Column("answer", Text, nullable=False),  # the Answer, JSON
+    Column("created_at", Float, nullable=False),
+)
+
 CHUNK_FIELDS = (
     "chunk_id",
     "doc_id",

@@ -1,0 +1,63 @@
+"""The request and response bodies of /api/chat and /api/conversations."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from rag_app.service.schemas import MAX_DOC_IDS, AnswerOut, DocId
+from rag_app.types import Answer
+
+ConversationId = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")]
+
+
+class ChatIn(BaseModel):
+    conversation_id: ConversationId | None = Field(
+        None, description="Continue this conversation (yours); omitted: start a new one."
+    )
+    question: str = Field(min_length=1, max_length=2000)
+    top_k: int = Field(5, ge=1, le=50, strict=True)
+    doc_ids: list[DocId] | None = Field(
+        None,
+        max_length=MAX_DOC_IDS,
+        description=f"Only these documents (of your tenant), at most {MAX_DOC_IDS}.",
+    )
+
+
+class ChatOut(AnswerOut):
+    """The turn's answer (the fields of /api/ask) and how its question was understood."""
+
+    conversation_id: str
+    resolved_question: str = Field(
+        description="The question as asked of the knowledge base: a follow-up completed from "
+        "the previous turn (那SKU-1024呢？ → SKU-1024的库存是多少？), else as written."
+    )
+    followup: str = Field(description="standalone | ellipsis | pronoun")
+
+
+class ConversationSummary(BaseModel):
+    conversation_id: str
+    title: str = Field(description="Its first question.")
+    turns: int
+    created_at: float = Field(description="Epoch seconds.")
+    updated_at: float = Field(description="Epoch seconds of its last turn.")
+
+
+class ConversationList(BaseModel):
+    conversations: list[ConversationSummary]
+
+
+class TurnOut(BaseModel):
+    question: str
+    resolved_question: str
+    answer: Answer
+    created_at: float
+
+
+class ConversationOut(BaseModel):
+    conversation_id: str
+    title: str
+    created_at: float
+    updated_at: float
+    turns: list[TurnOut]

@@ -1,0 +1,207 @@
+"""Conversations of ``/api/chat`` in the ledger: each belongs to one tenant and one API key, and
+is visible to no other; bounded by turns kept per conversation and days kept since its last turn.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, delete, desc, func, insert, select, update
+from sqlalchemy.engine import Engine
+
+from rag_app.store.schema import conversation_turns, conversations
+
+
+@dataclass(frozen=True)
+class Turn:
+    question: str
+    resolved_question: str
+    answer: dict[str, Any]  # the Answer as JSON
+    created_at: float
+
+
+@dataclass(frozen=True)
+class Conversation:
+    conversation_id: str
+    title: str
+    created_at: float
+    updated_at: float
+    turns: list[Turn] = field(default_factory=list)
+    turn_count: int = 0
+
+
+class ConversationStore:
+    """Create, extend, list, read and delete conversations of one (tenant, key)."""
+
+    def __init__(self, engine: Engine, *, max_turns: int = 50, keep_days: float = 30.0) -> None:
+        self.engine = engine
+        self.max_turns = max_turns
+        self.keep_days = keep_days
+
+    def _owned(self, tenant: str, key_id: str, conversation_id: str) -> Any:
+        return and_(
+            conversations.c.conversation_id == conversation_id,
+            conversations.c.tenant == tenant,
+            conversations.c.key_id == key_id,
+        )
+
+    def create(self, tenant: str, key_id: str, title: str) -> str:
+        now = time.time()
+        conversation_id = secrets.token_hex(8)
+        with self.engine.begin() as conn:
+            conn.execute(
+                insert(conversations).values(
+                    conversation_id=conversation_id,
+                    tenant=tenant,
+                    key_id=key_id,
+                    title=title[:200],
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        return conversation_id
+
+    def last_question(self, tenant: str, key_id: str, conversation_id: str) -> str | None:
+        """The resolved question of the conversation's last turn (None: no turn yet).
+        ``KeyError`` when the conversation is not this owner's."""
+        with self.engine.connect() as conn:
+            if (
+                conn.execute(
+                    select(conversations.c.conversation_id).where(
+                        self._owned(tenant, key_id, conversation_id)
+                    )
+                ).first()
+                is None
+            ):
+                raise KeyError(conversation_id)
+            return conn.execute(
+                select(conversation_turns.c.resolved_question)
+                .where(conversation_turns.c.conversation_id == conversation_id)
+                .order_by(desc(conversation_turns.c.turn_id))
+                .limit(1)
+            ).scalar_one_or_none()
+
+    def add_turn(self, conversation_id: str, turn: Turn) -> None:
+        """Append a turn, dropping the oldest beyond ``max_turns``."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                insert(conversation_turns).values(
+                    conversation_id=conversation_id,
+                    question=turn.question,
+                    resolved_question=turn.resolved_question,
+                    answer=json.dumps(turn.answer, ensure_ascii=False),
+                    created_at=turn.created_at,
+                )
+            )
+            conn.execute(
+                update(conversations)
+                .where(conversations.c.conversation_id == conversation_id)
+                .values(updated_at=turn.created_at)
+            )
+            kept = (
+                select(conversation_turns.c.turn_id)
+                .where(conversation_turns.c.conversation_id == conversation_id)
+                .order_by(desc(conversation_turns.c.turn_id))
+                .limit(self.max_turns)
+            )
+            conn.execute(
+                delete(conversation_turns).where(
+                    and_(
+                        conversation_turns.c.conversation_id == conversation_id,
+                        conversation_turns.c.turn_id.not_in(kept.scalar_subquery()),
+                    )
+                )
+            )
+
+    def list(self, tenant: str, key_id: str, limit: int = 50) -> list[Conversation]:
+        self.prune()
+        counts = (
+            select(func.count())
+            .where(conversation_turns.c.conversation_id == conversations.c.conversation_id)
+            .scalar_subquery()
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(conversations, counts.label("turn_count"))
+                .where(and_(conversations.c.tenant == tenant, conversations.c.key_id == key_id))
+                .order_by(desc(conversations.c.updated_at))
+                .limit(limit)
+            ).mappings()
+            return [
+                Conversation(
+                    conversation_id=r["conversation_id"],
+                    title=r["title"],
+                    created_at=r["created_at"],
+                    updated_at=r["updated_at"],
+                    turn_count=int(r["turn_count"]),
+                )
+                for r in rows
+            ]
+
+    def get(self, tenant: str, key_id: str, conversation_id: str) -> Conversation | None:
+        with self.engine.connect() as conn:
+            row = (
+                conn.execute(
+                    select(conversations).where(self._owned(tenant, key_id, conversation_id))
+                )
+                .mappings()
+                .first()
+            )
+            if row is None:
+                return None
+            turns = [
+                Turn(
+                    question=t["question"],
+                    resolved_question=t["resolved_question"],
+                    answer=json.loads(t["answer"]),
+                    created_at=t["created_at"],
+                )
+                for t in conn.execute(
+                    select(conversation_turns)
+                    .where(conversation_turns.c.conversation_id == conversation_id)
+                    .order_by(conversation_turns.c.turn_id)
+                ).mappings()
+            ]
+        return Conversation(
+            conversation_id=row["conversation_id"],
+            title=row["title"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            turns=turns,
+            turn_count=len(turns),
+        )
+
+    def delete(self, tenant: str, key_id: str, conversation_id: str) -> bool:
+        with self.engine.begin() as conn:
+            gone = conn.execute(
+                delete(conversations).where(self._owned(tenant, key_id, conversation_id))
+            ).rowcount
+            if gone:
+                conn.execute(
+                    delete(conversation_turns).where(
+                        conversation_turns.c.conversation_id == conversation_id
+                    )
+                )
+        return bool(gone)
+
+    def prune(self) -> int:
+        """Delete the conversations idle for more than ``keep_days``; returns how many."""
+        cutoff = time.time() - self.keep_days * 86400
+        with self.engine.begin() as conn:
+            old = list(
+                conn.execute(
+                    select(conversations.c.conversation_id).where(
+                        conversations.c.updated_at < cutoff
+                    )
+                ).scalars()
+            )
+            if old:
+                conn.execute(
+                    delete(conversation_turns).where(conversation_turns.c.conversation_id.in_(old))
+                )
+                conn.execute(delete(conversations).where(conversations.c.conversation_id.in_(old)))
+        return len(old)
