@@ -266,3 +266,31 @@ def test_ask_answers_a_file_of_questions_as_json_lines(kb_dir, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n", encoding="utf-8")
     assert run("ask", "-q", str(empty), "--kb", str(kb_dir)).exit_code == 2
+
+
+STOCK = """# 库存明细
+
+| SKU | 名称 | 库存 |
+|---|---|---|
+| SKU-1023 | 螺丝 | 120 |
+| SKU-1024 | 螺母 | 80 |
+"""
+
+
+def test_chat_resolves_a_follow_up_and_starts_over_on_new(kb_dir, tmp_path):
+    doc = tmp_path / "库存.md"
+    doc.write_text(STOCK, encoding="utf-8")
+    assert run("ingest", str(doc), "--kb", str(kb_dir)).exit_code == 0
+    script = "SKU-1023的库存是多少？\n那SKU-1024呢？\n/sources\n/new\n那SKU-1024呢？\n/quit\n"
+    human = runner.invoke(app, ["chat", "--kb", str(kb_dir)], input=script)
+    assert human.exit_code == 0, human.output
+    assert "（理解为：SKU-1024的库存是多少？）" in human.stdout and "80" in human.stdout
+    assert "| SKU-1024 | 螺母 | 80 |" in human.stdout  # /sources: the source text in full
+    lines = runner.invoke(app, ["chat", "--kb", str(kb_dir), "--json"], input=script).stdout
+    turns = [json.loads(line) for line in lines.splitlines() if line.startswith("{")]
+    assert [t["resolved_question"] for t in turns] == [
+        "SKU-1023的库存是多少？",
+        "SKU-1024的库存是多少？",
+        "那SKU-1024呢？",  # after /new: nothing to take it from
+    ]
+    assert "120" in turns[0]["answer"] and "80" in turns[1]["answer"]

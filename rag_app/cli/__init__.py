@@ -1,9 +1,9 @@
-"""The ``rag`` command line: ingest, retrieve, ask, docs, chunks, delete, doctor, migrate, keys,
+"""The ``rag`` command line: ingest, retrieve, ask, chat, docs, chunks, delete, doctor, migrate, keys,
 serve, worker, eval.
 
 Every command takes ``--kb DIR`` (default ``$RAG_KB_DIR`` or ``./.rag``) and ``--json`` for
 machine-readable output on stdout (progress and messages go to stderr). The commands live by
-group in ``documents.py`` (fill, list, maintain), ``query.py`` (retrieve, ask), ``service.py``
+group in ``documents.py`` (fill, list, maintain), ``query.py`` (retrieve, ask), ``chat.py`` (chat), ``service.py``
 (keys, serve, worker) and ``evaluate.py`` (eval); ``common.py`` holds what they share
 (``open_kb``). This module builds the Typer app, in the order ``rag --help`` lists them.
 """
@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from rag_app.cli.chat import chat
 from rag_app.cli.common import reflow_help, set_process_env_defaults, setup_logging
 from rag_app.cli.documents import chunks, delete, docs, doctor, ingest, migrate
 from rag_app.cli.evaluate import eval_cmd
@@ -37,7 +38,7 @@ def main(
     setup_logging(verbose)
 
 
-for _command in (ingest, retrieve, ask, docs, chunks, delete, doctor, migrate):
+for _command in (ingest, retrieve, ask, chat, docs, chunks, delete, doctor, migrate):
     app.command()(_command)
 app.add_typer(keys_app, name="keys")
 app.command()(serve)

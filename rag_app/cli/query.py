@@ -128,7 +128,7 @@ def ask(
             else:
                 if i:
                     out.print()
-                _print_answer(answer, rows, score_name, show_context)
+                print_answer(answer, rows, score_name, show_context)
 
 
 def _read_questions(path: Path | None) -> list[str]:
@@ -144,7 +144,7 @@ def _read_questions(path: Path | None) -> list[str]:
     return lines
 
 
-def _print_answer(
+def print_answer(
     answer: Answer, rows: list[dict[str, Any]], score_name: str, show_context: bool
 ) -> None:
     out.print(f"[bold]Q:[/bold] {answer.question}")

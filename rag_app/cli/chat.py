@@ -1,0 +1,98 @@
+"""``rag chat``: an interactive conversation with a knowledge base, loaded once."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from rag_app.cli.common import (
+    JsonOpt,
+    KbOpt,
+    TenantOpt,
+    emit_json,
+    err,
+    filename,
+    open_kb,
+    out,
+    warn_if_empty,
+)
+from rag_app.cli_output import answer_score_name, sources_json
+
+if TYPE_CHECKING:
+    from rag_app.types import Answer
+
+HELP = "/sources: the last answer's sources in full · /new: a new conversation · /quit (or Ctrl-D)"
+
+
+def chat(
+    kb: KbOpt = None,
+    tenant: TenantOpt = "default",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50)] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Ask questions in a conversation: a follow-up takes what it lacks from the previous
+    question (那SKU-1024呢？ after SKU-1023的库存是多少？ asks SKU-1024的库存是多少？).
+
+    Reads one question per line from the terminal (or standard input: `rag chat < questions`);
+    the knowledge base and its models are loaded once. Commands: /sources (the last answer's
+    sources in full), /new (start over: the next question stands on its own), /quit. With
+    --json, one JSON object per answer (JSON Lines) with the resolved question. Nothing is
+    stored (the service's /api/chat keeps conversations).
+    """
+    from rag_app.analysis.followup import FollowUpResolver
+    from rag_app.cli.query import print_answer
+
+    resolver = FollowUpResolver()
+    previous: str | None = None
+    last: tuple[Answer, list[dict[str, Any]]] | None = None
+    interactive = sys.stdin.isatty()
+    with open_kb(kb, read_only=True) as base:
+        warn_if_empty(base, tenant)
+        score_name = answer_score_name(base.settings)
+        if interactive and not as_json:
+            err.print(f"[dim]{HELP}[/dim]")
+        while True:
+            try:
+                line = input("问> " if interactive else "")
+            except (EOFError, KeyboardInterrupt):
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/quit", "/exit", "/q"):
+                break
+            if text == "/new":
+                previous, last = None, None
+                err.print("[dim]new conversation[/dim]")
+                continue
+            if text == "/sources":
+                _show_sources(last)
+                continue
+            if text.startswith("/"):
+                err.print(f"[yellow]unknown command {text}[/yellow] ({HELP})")
+                continue
+            followup = resolver.resolve(text, previous)
+            answer = base.ask(followup.resolved, tenant=tenant, top_k=top_k)
+            rows = sources_json(answer.sources, lambda doc_id: filename(base, doc_id))
+            previous, last = followup.resolved, (answer, rows)
+            if as_json:
+                record = {**answer.model_dump(), "sources": rows}
+                emit_json({"question": text, "resolved_question": followup.resolved,
+                           "followup": followup.rule, **record}, line=True)  # fmt: skip
+                continue
+            if followup.inherited:
+                out.print(f"[dim]（理解为：{followup.resolved}）[/dim]")
+            print_answer(answer, rows, score_name, show_context=False)
+            out.print()
+
+
+def _show_sources(last: tuple[Answer, list[dict[str, Any]]] | None) -> None:
+    if last is None:
+        err.print("[yellow]no answer yet[/yellow]")
+        return
+    answer, rows = last
+    for n, (src, row) in enumerate(zip(answer.sources, rows, strict=True), start=1):
+        out.print(f"[bold cyan][{n}][/bold cyan] {row['filename']} · {src.title_path}")
+        out.print(f"[dim]{src.text}[/dim]\n")
