@@ -294,3 +294,29 @@ def test_chat_resolves_a_follow_up_and_starts_over_on_new(kb_dir, tmp_path):
         "那SKU-1024呢？",  # after /new: nothing to take it from
     ]
     assert "120" in turns[0]["answer"] and "80" in turns[1]["answer"]
+
+
+def test_eval_scores_a_conversation_file_per_turn(kb_dir, tmp_path):
+    doc = tmp_path / "库存.md"
+    doc.write_text(STOCK, encoding="utf-8")
+    assert run("ingest", str(doc), "--kb", str(kb_dir)).exit_code == 0
+    conversations = tmp_path / "conv.jsonl"
+    rows = [
+        {"id": "c1", "turns": [
+            {"question": "SKU-1023的库存是多少？", "answers": ["120"]},
+            {"question": "那SKU-1024呢？", "answers": ["80"], "resolved_has": ["SKU-1024", "库存"],
+             "resolved_lacks": ["SKU-1023"]},
+        ]},
+        {"id": "c2", "split": "check", "turns": [
+            {"question": "SKU-1024的库存是多少？", "answers": ["80"]},
+            {"question": "SKU-1023的名称是什么？", "answers": ["螺丝"], "standalone": True},
+        ]},
+    ]  # fmt: skip
+    conversations.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows))
+    result = run("eval", str(conversations), "--kb", str(kb_dir), "--json", "-")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["overall"]["follow_up_turns"] == 2 and data["overall"]["resolution_accuracy"] == 1
+    assert data["overall"]["answered_turns"] == 4
+    assert set(data["splits"]) == {"dev", "check"}
+    assert [t["resolved"] for t in data["turns"]][1] == "SKU-1024的库存是多少？"

@@ -80,7 +80,9 @@ def eval_cmd(
 
     Example: rag eval data/eval/sample_qa.jsonl --docs data/knowledge --report out/report.md
     --json out/run.json. Compare two runs: rag eval --compare base.json new.json. Fit the
-    refusal threshold to your own questions: rag eval my_qa.jsonl --calibrate.
+    refusal threshold to your own questions: rag eval my_qa.jsonl --calibrate. A file of
+    conversations (records with "turns", e.g. data/eval/followup_conversations.jsonl) is scored
+    per turn: follow-up resolution and answers.
     """
     from rag_app.eval import report as report_mod
 
@@ -104,6 +106,11 @@ def eval_cmd(
     if not qa.is_file():
         err.print(f"[red]error:[/red] question file {qa} does not exist")
         raise typer.Exit(2)
+    from rag_app.cli.evaluate_chat import eval_conversations, is_conversation_file
+
+    if is_conversation_file(qa):  # follow-up resolution and answers per turn
+        eval_conversations(qa, docs=docs, kb=kb, tenant=tenant, k=k, json_out=json_out)
+        return
 
     from rag_app.embeddings import EmbeddingLoadError
     from rag_app.eval.pipeline import evaluate

@@ -41,3 +41,21 @@ def test_a_question_that_stands_on_its_own_is_left_alone(previous: str, question
 
 def test_the_first_turn_is_its_own_question() -> None:
     assert FollowUpResolver().resolve("犹豫期呢？", None).resolved == "犹豫期呢？"
+
+
+def test_the_follow_up_set_is_resolved_and_no_standalone_question_inherits() -> None:
+    """data/eval/followup_conversations.jsonl: 60 conversations over the sample KB (44
+    follow-ups that take something from the previous turn, 20 that stand alone). The rules were
+    written against the dev half; the check half was not looked at when writing them."""
+    from pathlib import Path
+
+    from rag_app.eval.conversations import load_conversations, run_conversations, summarize
+
+    path = Path(__file__).resolve().parents[2] / "data" / "eval" / "followup_conversations.jsonl"
+    cases = load_conversations(path)
+    assert len(cases) >= 60
+    results = run_conversations(cases)
+    assert summarize(results)["resolution_accuracy"] >= 0.9
+    turns = {(c.id, i): t for c in cases for i, t in enumerate(c.turns)}
+    alone = [r for r in results if r.turn and turns[(r.conversation, r.turn)].standalone]
+    assert len(alone) >= 15 and all(r.resolved == r.question for r in alone)
