@@ -34,6 +34,7 @@ from rag_app.store import doctor
 from rag_app.store.api_keys import ApiKeyStore
 from rag_app.store.collection_name import collection_for
 from rag_app.store.conversations import ConversationStore
+from rag_app.store.feedback import FeedbackStore
 from rag_app.store.jobs import JobQueue
 from rag_app.store.ledger import Ledger
 from rag_app.store.retokenize import retokenize_keywords
@@ -119,6 +120,7 @@ class KnowledgeBase:
             ),
             lambda question, tenant, top_k, doc_ids: self.ask(question, tenant, top_k, doc_ids),
         )
+        self.feedback = FeedbackStore(self.ledger.engine)
 
     @classmethod
     def open(

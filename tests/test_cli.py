@@ -320,3 +320,29 @@ def test_eval_scores_a_conversation_file_per_turn(kb_dir, tmp_path):
     assert data["overall"]["answered_turns"] == 4
     assert set(data["splits"]) == {"dev", "check"}
     assert [t["resolved"] for t in data["turns"]][1] == "SKU-1024的库存是多少？"
+
+
+def test_feedback_list_and_export_make_a_question_file_rag_eval_runs(kb_dir, tmp_path):
+    from rag_app.kb import KnowledgeBase
+    from rag_app.store.feedback import FeedbackRecord
+
+    doc = tmp_path / "库存.md"
+    doc.write_text(STOCK, encoding="utf-8")
+    assert run("ingest", str(doc), "--kb", str(kb_dir)).exit_code == 0
+    with KnowledgeBase.open(kb_dir) as base:
+        for rating, comment in (("down", "少了单位"), ("up", "")):
+            base.feedback.add(FeedbackRecord(
+                tenant="default", key_id="k", rating=rating, comment=comment,
+                question="那SKU-1024呢？", resolved_question="SKU-1024的库存是多少？",
+                answer="80", sources=[{"doc_id": "d", "chunk_id": "c", "filename": "库存.md"}],
+            ))  # fmt: skip
+    listed = run("feedback", "list", "--kb", str(kb_dir))
+    assert listed.exit_code == 0 and "👎" in listed.stdout and "少了单位" in listed.stdout
+    out_file = tmp_path / "fix.jsonl"
+    assert run("feedback", "export", str(out_file), "--kb", str(kb_dir)).exit_code == 0
+    (case,) = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert case["question"] == "SKU-1024的库存是多少？" and case["category"] == "feedback_down"
+    assert case["comment"] == "少了单位" and case["gold_docs"] == ["库存.md"]
+    evaluated = run("eval", str(out_file), "--kb", str(kb_dir), "--json", "-")
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "feedback_down" in evaluated.stdout

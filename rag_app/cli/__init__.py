@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from rag_app.cli.chat import chat
+from rag_app.cli.chat import chat, feedback_app
 from rag_app.cli.common import reflow_help, set_process_env_defaults, setup_logging
 from rag_app.cli.documents import chunks, delete, docs, doctor, ingest, migrate
 from rag_app.cli.evaluate import eval_cmd
@@ -41,6 +41,7 @@ def main(
 for _command in (ingest, retrieve, ask, chat, docs, chunks, delete, doctor, migrate):
     app.command()(_command)
 app.add_typer(keys_app, name="keys")
+app.add_typer(feedback_app, name="feedback")
 app.command()(serve)
 app.command()(worker)
 app.command("eval")(eval_cmd)

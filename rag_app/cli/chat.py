@@ -96,3 +96,64 @@ def _show_sources(last: tuple[Answer, list[dict[str, Any]]] | None) -> None:
     for n, (src, row) in enumerate(zip(answer.sources, rows, strict=True), start=1):
         out.print(f"[bold cyan][{n}][/bold cyan] {row['filename']} · {src.title_path}")
         out.print(f"[dim]{src.text}[/dim]\n")
+
+
+feedback_app = typer.Typer(
+    help="Feedback on answers (👍/👎 from the API and UI): list it, export the 👎 as questions "
+    "for rag eval.",
+    no_args_is_help=True,
+)
+RatingOpt = Annotated[str | None, typer.Option("--rating", help="up or down (default: both).")]
+
+
+def _feedback(kb: KbOpt, tenant: str | None, rating: str | None) -> list[Any]:
+    if rating not in (None, "up", "down"):
+        err.print("[red]error:[/red] --rating is up or down")
+        raise typer.Exit(2)
+    with open_kb(kb, read_only=True) as base:
+        return base.feedback.list(tenant, rating=rating, limit=100_000)  # type: ignore[arg-type]
+
+
+@feedback_app.command("list")
+def feedback_list(
+    kb: KbOpt = None,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", "-t", help="One tenant's (default: all).")
+    ] = None,
+    rating: RatingOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The feedback, latest first: rating, question, comment and the answer's first line."""
+    records = _feedback(kb, tenant, rating)
+    if as_json:
+        emit_json([r.model_dump() for r in records])
+        return
+    if not records:
+        out.print("no feedback yet")
+    for r in records:
+        mark = "👍" if r.rating == "up" else "👎"
+        out.print(f"{mark} #{r.feedback_id} [{r.tenant}] {r.resolved_question}")
+        if r.comment:
+            out.print(f"   [bold]comment:[/bold] {r.comment}")
+        out.print(f"   [dim]{r.answer.splitlines()[0] if r.answer else ''}[/dim]")
+
+
+@feedback_app.command("export")
+def feedback_export(
+    path: Annotated[
+        typer.FileTextWrite, typer.Argument(help="Question file to write ('-': stdout).")
+    ],
+    kb: KbOpt = None,
+    tenant: Annotated[
+        str | None, typer.Option("--tenant", "-t", help="One tenant's (default: all).")
+    ] = None,
+    rating: Annotated[str | None, typer.Option("--rating", help="up or down.")] = "down",
+) -> None:
+    """Write the feedback (default: the 👎) as a question file `rag eval` runs: each a case to
+    fix, with the comment and the answer it got (rag eval FILE --kb KB)."""
+    import json
+
+    records = _feedback(kb, tenant, rating)
+    for record in records:
+        path.write(json.dumps(record.as_question(), ensure_ascii=False) + "\n")
+    err.print(f"wrote {len(records)} question(s)")

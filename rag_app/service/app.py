@@ -20,7 +20,7 @@ from fastapi_offline import FastAPIOffline
 from rag_app import __version__
 from rag_app.config import Settings
 from rag_app.kb import KnowledgeBase
-from rag_app.service import routes_chat, routes_documents, routes_query
+from rag_app.service import routes_chat, routes_documents, routes_feedback, routes_query
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.errors import install_error_handlers
 from rag_app.service.headers import SecurityHeaders
@@ -143,6 +143,7 @@ def create_app(
     app.include_router(routes_documents.router)
     app.include_router(routes_query.router)
     app.include_router(routes_chat.router)
+    app.include_router(routes_feedback.router)
     if (WEB_DIR / "index.html").is_file():
         app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app

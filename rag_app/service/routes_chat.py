@@ -37,7 +37,7 @@ def chat(key: KeyDep, body: ChatBody, state: StateDep) -> ChatOut:
     it lacks from the previous turn; the answer is /api/ask's, with ``conversation_id`` and the
     ``resolved_question``. Omit ``conversation_id`` to start a conversation."""
     if not body.question.strip():
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "question is empty")
+        raise HTTPException(422, "question is empty")
     try:
         turn = state.kb.chat.turn(
             body.question,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, status
+from fastapi import APIRouter, Depends, HTTPException
 
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
@@ -32,7 +32,7 @@ RetrieveBody = Annotated[RetrieveIn, Depends(json_body(RetrieveIn))]
 def ask(key: KeyDep, body: AskBody, state: StateDep) -> AnswerOut:
     """Answer from the tenant's documents with citations, or refuse ("当前知识库中未找到足够依据。")."""
     if not body.question.strip():
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "question is empty")
+        raise HTTPException(422, "question is empty")
     answer = state.kb.ask(body.question, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
     fields = answer.model_dump(exclude={"sources"})
     return AnswerOut(**fields, sources=sources_out(state, answer.sources))
@@ -42,6 +42,6 @@ def ask(key: KeyDep, body: AskBody, state: StateDep) -> AnswerOut:
 def retrieve(key: KeyDep, body: RetrieveBody, state: StateDep) -> RetrieveOut:
     """Hybrid retrieval (vector + BM25, fused and reranked) without answering."""
     if not body.query.strip():
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "query is empty")
+        raise HTTPException(422, "query is empty")
     found = state.kb.retrieve(body.query, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
     return RetrieveOut(sources=sources_out(state, found))

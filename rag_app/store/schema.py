@@ -139,6 +139,26 @@ conversation_turns = Table(
     Column("created_at", Float, nullable=False),
 )
 
+# 👍/👎 on answers (store/feedback.py), per tenant, with what was answered and how.
+feedback = Table(
+    "feedback",
+    metadata,
+    Column("feedback_id", Integer, primary_key=True, autoincrement=True),
+    Column("tenant", String(128), nullable=False),
+    Column("key_id", String(32), nullable=False),
+    Column("rating", String(8), nullable=False),  # up | down
+    Column("comment", Text, nullable=False, default=""),
+    Column("question", Text, nullable=False),
+    Column("resolved_question", Text, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("sources", Text, nullable=False, default="[]"),  # JSON: [{doc_id, chunk_id, …}]
+    Column("confidence", Float),
+    Column("settings", Text, nullable=False, default="{}"),  # JSON: what answered it
+    Column("conversation_id", String(32)),
+    Column("created_at", Float, nullable=False),
+    Index("ix_feedback_tenant_created", "tenant", "created_at"),
+)
+
 CHUNK_FIELDS = (
     "chunk_id",
     "doc_id",

@@ -88,3 +88,50 @@ def test_bad_chat_bodies_are_4xx(service: Service) -> None:
         headers=service.editor,
     )
     assert unknown.status_code == 404
+
+
+def test_feedback_on_a_turn_and_on_an_answer_is_kept_with_what_was_answered(
+    service: Service,
+) -> None:
+    doc_id = service.upload("库存.md", STOCK).json()["doc_id"]
+    assert service.wait(doc_id)["status"] == "SUCCESS"
+    first = _chat(service, "SKU-1023的库存是多少？").json()
+    conversation = first["conversation_id"]
+    _chat(service, "那SKU-1024呢？", conversation)
+    down = service.client.post(
+        "/api/feedback",
+        json={"conversation_id": conversation, "rating": "down", "comment": "应列出单位"},
+        headers=service.editor,
+    )
+    assert down.status_code == 201, down.text
+    up = service.client.post(
+        "/api/feedback",
+        json={
+            "rating": "up",
+            "question": "一线城市住宿标准？",
+            "answer": "600元",
+            "confidence": 0.9,
+        },
+        headers=service.reader,
+    )
+    assert up.status_code == 201, up.text
+    # another tenant cannot rate this conversation; a body without a subject is a 422
+    stranger = service.client.post(
+        "/api/feedback",
+        json={"conversation_id": conversation, "rating": "down"},
+        headers=service.other_editor,
+    )
+    assert stranger.status_code == 404
+    empty = service.client.post("/api/feedback", json={"rating": "up"}, headers=service.editor)
+    assert empty.status_code == 422
+    assert service.client.get("/api/feedback", headers=service.reader).status_code == 403
+    listed = service.client.get("/api/feedback?rating=down", headers=service.editor).json()
+    (record,) = listed["feedback"]
+    assert record["resolved_question"] == "SKU-1024的库存是多少？"  # the last turn, as asked
+    assert record["question"] == "那SKU-1024呢？" and "80" in record["answer"]
+    assert record["comment"] == "应列出单位" and record["sources"][0]["filename"] == "库存.md"
+    assert record["settings"]["gate"] and record["confidence"] is not None
+    both = service.client.get("/api/feedback", headers=service.editor).json()["feedback"]
+    assert [f["rating"] for f in both] == ["up", "down"]
+    other = service.client.get("/api/feedback", headers=service.other_editor).json()
+    assert other["feedback"] == []

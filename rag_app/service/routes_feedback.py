@@ -1,0 +1,130 @@
+"""/api/feedback: 👍/👎 and a comment on an answer (of /api/ask, or a turn of /api/chat), kept
+with the question, answer, sources, confidence and the settings that answered it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Query, status
+from pydantic import BaseModel, Field
+
+from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
+from rag_app.service.json_body import body_schema, json_body
+from rag_app.service.schemas_chat import ConversationId
+from rag_app.store.feedback import FeedbackRecord
+
+router = APIRouter(prefix="/api", tags=["feedback"])
+
+
+class SourceRef(BaseModel):
+    doc_id: str = Field(max_length=128)
+    chunk_id: str = Field(max_length=128)
+    filename: str = Field("", max_length=1000)
+
+
+class FeedbackIn(BaseModel):
+    rating: Literal["up", "down"]
+    comment: str = Field("", max_length=2000)
+    conversation_id: ConversationId | None = Field(
+        None, description="A turn of your conversation: its question, answer and sources."
+    )
+    turn: int | None = Field(None, ge=0, strict=True, description="Default: the last turn.")
+    question: str | None = Field(None, max_length=2000, description="Without a conversation.")
+    answer: str | None = Field(None, max_length=20000)
+    sources: list[SourceRef] = Field(default_factory=list, max_length=50)
+    confidence: float | None = Field(None, ge=0, le=1)
+
+
+class FeedbackCreated(BaseModel):
+    feedback_id: int
+
+
+class FeedbackList(BaseModel):
+    feedback: list[FeedbackRecord]
+
+
+FeedbackBody = Annotated[FeedbackIn, Depends(json_body(FeedbackIn))]
+
+
+def _settings(state: ServiceState) -> dict[str, Any]:
+    s = state.kb.settings
+    return {"embedding": s.embedding, "gate": s.gate, "gate_threshold": s.gate_threshold,
+            "reader": s.reader, "llm": s.llm_base_url is not None}  # fmt: skip
+
+
+def _from_turn(
+    state: ServiceState, key_tenant: str, key_id: str, body: FeedbackIn
+) -> dict[str, Any]:
+    found = state.kb.chat.store.get(key_tenant, key_id, body.conversation_id or "")
+    if found is None or not found.turns:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no conversation {body.conversation_id}")
+    index = len(found.turns) - 1 if body.turn is None else body.turn
+    if index >= len(found.turns):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no turn {index} in the conversation")
+    turn = found.turns[index]
+    answer = turn.answer
+    return {
+        "question": turn.question,
+        "resolved_question": turn.resolved_question,
+        "answer": str(answer.get("answer", "")),
+        "sources": [
+            {"doc_id": s.get("doc_id", ""), "chunk_id": s.get("chunk_id", "")}
+            for s in answer.get("sources", [])
+        ],
+        "confidence": answer.get("confidence"),
+    }
+
+
+@router.post(
+    "/feedback",
+    status_code=status.HTTP_201_CREATED,
+    response_model=FeedbackCreated,
+    openapi_extra=body_schema(FeedbackIn),
+)
+def add_feedback(key: KeyDep, body: FeedbackBody, state: StateDep) -> FeedbackCreated:
+    """👍/👎 (``rating``) and an optional comment on a turn of your conversation
+    (``conversation_id``, ``turn``) or on an answer you pass (``question``, ``answer``,
+    ``sources``, ``confidence``). Stored with the settings that answered it."""
+    if body.conversation_id is not None:
+        what = _from_turn(state, key.tenant, key.key_id, body)
+    elif body.question and body.question.strip() and body.answer is not None:
+        what = {
+            "question": body.question,
+            "resolved_question": body.question,
+            "answer": body.answer,
+            "sources": [s.model_dump() for s in body.sources],
+            "confidence": body.confidence,
+        }
+    else:
+        raise HTTPException(
+            422,
+            "give conversation_id (a turn of yours), or question and answer",
+        )
+    names: dict[str, str] = {}
+    for source in what["sources"]:
+        doc_id = source["doc_id"]
+        if doc_id not in names:
+            doc = state.kb.document(doc_id)
+            names[doc_id] = doc.rel_path if doc is not None and doc.tenant == key.tenant else ""
+        source["filename"] = names[doc_id]
+    record = FeedbackRecord(
+        tenant=key.tenant,
+        key_id=key.key_id,
+        rating=body.rating,
+        comment=body.comment,
+        settings=_settings(state),
+        conversation_id=body.conversation_id,
+        **what,
+    )
+    return FeedbackCreated(feedback_id=state.kb.feedback.add(record))
+
+
+@router.get("/feedback", response_model=FeedbackList)
+def list_feedback(
+    key: EditorDep,
+    state: StateDep,
+    rating: Literal["up", "down"] | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> FeedbackList:
+    """Your tenant's feedback, the latest first (``rating=down``: the answers to fix)."""
+    return FeedbackList(feedback=state.kb.feedback.list(key.tenant, rating=rating, limit=limit))
