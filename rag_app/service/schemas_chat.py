@@ -6,22 +6,17 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from rag_app.service.schemas import MAX_DOC_IDS, AnswerOut, DocId
+from rag_app.service.schemas import AnswerOut, AskIn
 from rag_app.types import Answer
 
 ConversationId = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")]
 
 
-class ChatIn(BaseModel):
+class ChatIn(AskIn):
+    """/api/ask's request, in a conversation."""
+
     conversation_id: ConversationId | None = Field(
         None, description="Continue this conversation (yours); omitted: start a new one."
-    )
-    question: str = Field(min_length=1, max_length=2000)
-    top_k: int = Field(5, ge=1, le=50, strict=True)
-    doc_ids: list[DocId] | None = Field(
-        None,
-        max_length=MAX_DOC_IDS,
-        description=f"Only these documents (of your tenant), at most {MAX_DOC_IDS}.",
     )
 
 

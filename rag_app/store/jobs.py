@@ -65,6 +65,19 @@ class PendingDocument:
     size: int
 
 
+def _processing(name: str, column: str, *, count: bool = False) -> Any:
+    """The PROCESSING jobs (or their count) that share ``column`` (doc_id, tenant) with the
+    outer query's job."""
+    other = jobs.alias(name)
+    return (
+        select(func.count() if count else other.c.job_id)
+        .select_from(other)
+        .where(
+            and_(other.c[column] == jobs.c[column], other.c.status == JobStatus.PROCESSING.value)
+        )
+    )
+
+
 class JobQueue:
     """Queue operations on the ledger's ``jobs`` table."""
 
@@ -201,28 +214,8 @@ class JobQueue:
         versions of one document built at once could commit in the wrong order (the older
         content last)."""
         now = time.time()
-        running = jobs.alias("running")
-        busy = (
-            select(running.c.job_id)
-            .where(
-                and_(
-                    running.c.doc_id == jobs.c.doc_id,
-                    running.c.status == JobStatus.PROCESSING.value,
-                )
-            )
-            .exists()
-        )
-        in_progress = jobs.alias("in_progress")
-        tenant_running = (
-            select(func.count())
-            .where(
-                and_(
-                    in_progress.c.tenant == jobs.c.tenant,
-                    in_progress.c.status == JobStatus.PROCESSING.value,
-                )
-            )
-            .scalar_subquery()
-        )
+        busy = _processing("running", "doc_id").exists()  # this document's other version
+        tenant_running = _processing("in_progress", "tenant", count=True).scalar_subquery()
         turns = jobs.alias("turns")
         last_turn = (
             select(func.coalesce(func.max(turns.c.started_at), 0.0))
