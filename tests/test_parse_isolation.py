@@ -173,3 +173,32 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
     except OSError:
         return True
+
+
+def test_a_sheet_claiming_every_cell_and_a_text_without_newlines_parse_in_the_child() -> None:
+    """Two of issue 53's hostile files, small: a 1.6 KB workbook whose sheet claims
+    A1:XFD1048576 (the dense read wanted 17 billion cells; a parse child reached 3.8 GB) and a
+    2 MB text without a newline, both through the bounded child with its limits: each parses
+    to chunks (the first from the cells it has), and the child is reused for the next file."""
+    import openpyxl
+
+    from rag_app.config import Settings
+    from rag_app.ingestion.isolation import ParseJob, parse_bounded
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "库存"
+    for row in (["SKU", "库存"], ["SKU-1023", 120]):
+        sheet.append(row)
+    sheet["XFD1048576"] = "末尾"
+    claim = io.BytesIO()
+    book.save(claim)
+    line = ("保险期间为一年，自合同生效日起计算。" * 40_000).encode()  # 2.2 MB, one line
+    settings = Settings()
+    for name, data, needle in (("claim.xlsx", claim.getvalue(), "SKU-1023"),
+                               ("line.txt", line, "保险期间")):  # fmt: skip
+        job = ParseJob.of(settings, data, name, doc_id="d", tenant="t", source=name)
+        chunked = parse_bounded(job, timeout=60, max_mb=1024)
+        texts = [node.get_content() for node in chunked.nodes]
+        assert texts and any(needle in t for t in texts), name
+    assert len(claim.getvalue()) < 10_000
