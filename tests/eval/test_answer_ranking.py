@@ -1,8 +1,7 @@
-"""The gate's ranking figures apart from its threshold (benchmarks/answer_ranking.py)."""
+"""The gate's ranking figures apart from its threshold (rag_app/answer/training/ranking.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
@@ -10,8 +9,10 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def ranked(bench_import: Callable[[str], ModuleType]) -> ModuleType:
-    return bench_import("answer_ranking")
+def ranked() -> ModuleType:
+    from rag_app.answer.training import ranking
+
+    return ranking
 
 
 def test_auc_counts_pairs_and_ties_half(ranked: ModuleType) -> None:

@@ -1,10 +1,10 @@
 """A near miss counts as answered elsewhere only when another unit holds the gold row's answer
-cell with its column and the row's cells the question names (benchmarks/fit_answer_model.py)."""
+cell with its column and the row's cells the question names
+(rag_app/answer/training/answer_measure.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -13,9 +13,10 @@ CellElsewhere = Callable[[dict[str, Any], str, list[str], str], bool]
 
 
 @pytest.fixture(scope="module")
-def cell_elsewhere(bench_import: Callable[[str], ModuleType]) -> CellElsewhere:
-    found: CellElsewhere = bench_import("fit_answer_model").cell_elsewhere
-    return found
+def cell_elsewhere() -> CellElsewhere:
+    from rag_app.answer.training.answer_measure import cell_elsewhere
+
+    return cell_elsewhere
 
 
 ROW = {"企业名称": "景津装备股份有限公司", "年份": "2022", "是否国有": "否", "风险等级": "低"}

@@ -3,7 +3,7 @@
 A change to the question analysis or the gate moves a leave-one-domain-out cell in two ways: it
 may rank a domain's answerable questions above its questions to refuse better or worse, and it
 may move the preset's threshold, which is the lowest of the *fitted* domains' own thresholds
-(fit_answer_model.thresholds), so that lifting one domain's hardest answerable questions moves
+(:func:`.answer_fit.thresholds`), so that lifting one domain's hardest answerable questions moves
 every other domain's operating point. The false-refusal and refusal cells mix the two. These
 figures read the ranking alone, per kind of question to refuse:
 
@@ -58,7 +58,7 @@ def ranking(scores: np.ndarray, kinds: Sequence[str]) -> dict[str, dict[str, flo
 
 
 def ranking_lines(table: dict[str, dict[str, Any]]) -> list[str]:
-    """One line per data set of fit_answer_model's table: leave-one-domain-out, per kind, the
+    """One line per data set of the fit's table (:func:`.answer_run.run`): leave-one-domain-out, per kind, the
     AUC and the share refused at the domain's own 3 % false refusals."""
     lines = []
     for d, row in table.items():

@@ -1,10 +1,10 @@
-"""Estimators of the answer model (benchmarks/fit_answer_model.py), exported as the runtime's
-plain-numpy models (:mod:`rag_app.answer.model`).
+"""Estimators of the answer model (:mod:`.answer_fit`), exported as the runtime's plain-numpy
+models (:mod:`rag_app.answer.model`). They need the ``train`` extra (scipy, scikit-learn).
 
 * :func:`listwise_logistic` -- the unit model: which unit of a question's evidence answers it;
 * :func:`signed_logistic` -- the gate: whether the evidence answers the question at all
   (fitted twice, the second time with :func:`hard_negative_weights`);
-* :func:`boosted` -- monotone boosted trees, the gate's alternative (``GATE_KIND=trees``).
+* :func:`boosted` -- monotone boosted trees, the gate's alternative (``--gate-kind trees``).
 
 Every coefficient can be held to a sign (+1: more of the feature never lowers the score, -1:
 never raises it, 0: free), so a feature cannot stand in for another's domain quirks with the

@@ -7,19 +7,27 @@ questions per half drawn from the other three sets (each keeps its own calibrati
 through the real retrieval path (hybrid retrieval, rerank to 5, neighbour expansion) and the
 runtime features. They are negatives for the gate; leave-one-domain-out drops every probe
 whose KB *or* whose question comes from the left-out domain (the ``source`` in the id).
-
-    .venv/bin/python benchmarks/answer_offtopic.py [dataset ...]
+Built (and cached) on first use by the fit.
 """
 
 from __future__ import annotations
 
+import logging
 import pickle
 import random
 
-from answer_data import DATASETS
-from answer_data import evidence as evidence_nodes
-from answer_features import CACHE, Example, feature_locator, feature_version, probe_example
-from common import dev_half, kb_for, load_questions, require_shared
+from rag_app.answer.training.answer_data import evidence as evidence_nodes
+from rag_app.answer.training.answer_features import (
+    Example,
+    feature_locator,
+    feature_version,
+    load_examples,
+    probe_example,
+)
+from rag_app.answer.training.dev_data import DATASETS, DevData
+from rag_app.answer.training.split import dev_half
+
+logger = logging.getLogger(__name__)
 
 PER_HALF = 150
 
@@ -29,18 +37,18 @@ def source_of(e: Example) -> str:
     return e.qid.split(":", 1)[0] if e.kind == "offtopic" else ""
 
 
-def offtopic(name: str) -> list[Example]:
-    out_path = CACHE / f"answer-offtopic-{name}-{feature_version()}.pkl"
+def offtopic(data: DevData, name: str) -> list[Example]:
+    """The off-topic probes asked of the data set's knowledge base (cached)."""
+    out_path = data.cache / f"answer-offtopic-{name}-{feature_version()}.pkl"
     if out_path.exists():
-        data: list[Example] = pickle.loads(out_path.read_bytes())
-        return data
-    evidence_path = CACHE / f"answer-offtopic-evidence-{name}.pkl"
+        return load_examples(out_path)
+    evidence_path = data.cache / f"answer-offtopic-evidence-{name}.pkl"
     rng = random.Random(f"offtopic:{name}")
     pool = [
         (src, it)
         for src in DATASETS
         if src != name
-        for it in load_questions(require_shared(src)[src])
+        for it in data.questions(src)
         if it.question.strip()
     ]
     rng.shuffle(pool)
@@ -54,25 +62,18 @@ def offtopic(name: str) -> list[Example]:
     if evidence_path.exists():
         evidence = pickle.loads(evidence_path.read_bytes())
     else:
-        kb = kb_for(name, require_shared(name)[name] / "docs")
+        kb = data.kb(name)
         evidence = {
             f"{src}:{it.id}": evidence_nodes(kb, it.question, None) for src, it, _ in chosen
         }
         kb.close()
         evidence_path.write_bytes(pickle.dumps(evidence))
-    with feature_locator(name) as locator:
+    with feature_locator(data, name) as locator:
         out = [
             probe_example(locator, name, h, f"{src}:{it.id}#offtopic", "offtopic", it.question,
                           evidence[f"{src}:{it.id}"])
             for src, it, h in chosen
         ]  # fmt: skip
     out_path.write_bytes(pickle.dumps(out))
-    print(f"{name}: {len(out)} off-topic probes")
+    logger.info("%s: %d off-topic probes", name, len(out))
     return out
-
-
-if __name__ == "__main__":
-    import sys
-
-    for dataset in sys.argv[1:] or list(DATASETS):
-        offtopic(dataset)

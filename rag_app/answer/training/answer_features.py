@@ -1,4 +1,4 @@
-"""Unit features and labels of the dev sets' cached evidence (benchmarks/answer_data.py).
+"""Unit features and labels of the dev sets' cached evidence (:mod:`.answer_data`).
 
 Labels: a unit is an answer unit when it comes from a gold document and holds the answer --
 cmrc_trial_zh: the answer span (or is a sentence of a long answer); dragonball_zh and laws_zh: a
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import pickle
 import re
 from collections.abc import Iterator
@@ -21,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import CACHE, dev_half, kb_for, load_questions, require_shared
 
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.answer.features import FEATURES
@@ -29,10 +29,16 @@ from rag_app.answer.locator import AnswerLocator
 from rag_app.answer.model import AnswerModel, LinearModel
 from rag_app.answer.question_features import QUESTION_FEATURES, question_terms
 from rag_app.answer.reader import cosines
+from rag_app.answer.training.dev_data import DevData, MissingDevData
+from rag_app.answer.training.split import dev_half
 from rag_app.answer.units import AnswerUnit
 from rag_app.eval.dataset import QAItem
 from rag_app.retrieval.stats import TermStatistics
 
+logger = logging.getLogger(__name__)
+
+# the rag_app sources the unit features come from (their hash versions the caches)
+PACKAGE = Path(__file__).resolve().parents[2]
 _WS = re.compile(r"\s+")
 _ANALYZER = QuestionAnalyzer()
 SHINGLE = 10
@@ -126,7 +132,7 @@ class EmbedCache:
 
 def feature_version() -> str:
     src = "".join(
-        (Path(__file__).resolve().parents[1] / "rag_app" / p).read_text()
+        (PACKAGE / p).read_text()
         for p in (
             "answer/features.py",
             "answer/units.py",
@@ -158,11 +164,10 @@ def dummy_model() -> AnswerModel:
 
 
 @contextmanager
-def feature_locator(name: str) -> Iterator[AnswerLocator]:
+def feature_locator(data: DevData, name: str) -> Iterator[AnswerLocator]:
     """A features-only locator over the data set's cached KB, unit embeddings cached on disk."""
-    path = require_shared(name)[name]
-    kb = kb_for(name, path / "docs")
-    embed = EmbedCache(kb.embed_model, CACHE / f"answer-embeddings-{name}.pkl")
+    kb = data.kb(name)
+    embed = EmbedCache(kb.embed_model, data.cache / f"answer-embeddings-{name}.pkl")
     locator = AnswerLocator(
         dummy_model(), QuestionAnalyzer(), TermStatistics(kb.ledger), threshold=0.5
     )
@@ -191,18 +196,36 @@ def probe_example(
                    locator.stats.frequencies(question_terms(analysis))[0])  # fmt: skip
 
 
-def examples(name: str, *, refresh: bool = False) -> list[Example]:
+class _Unpickler(pickle.Unpickler):
+    """Reads examples cached before fitting moved into the package, when the benchmarks'
+    ``answer_features`` module defined :class:`Example`."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(__name__ if module == "answer_features" else module, name)
+
+
+def load_examples(path: Path) -> list[Example]:
+    """The examples that :func:`examples` or a probe builder cached in ``path``."""
+    with path.open("rb") as file:
+        found: list[Example] = _Unpickler(file).load()
+    return found
+
+
+def examples(data: DevData, name: str, *, refresh: bool = False) -> list[Example]:
+    """The data set's questions and near misses (its cached evidence) with their unit features
+    and labels, cached by the feature sources' version and the evidence file's time."""
     version = feature_version()
-    evidence_path = CACHE / f"answer-{name}.pkl"
+    evidence_path = data.cache / f"answer-{name}.pkl"
+    if not evidence_path.exists():
+        raise MissingDevData(f"no evidence for {name} in {data.cache}: run answer-data first")
     stamp = evidence_path.stat().st_mtime_ns
-    out_path = CACHE / f"answer-features-{name}-{version}-{stamp}.pkl"
+    out_path = data.cache / f"answer-features-{name}-{version}-{stamp}.pkl"
     if out_path.exists() and not refresh:
-        data: list[Example] = pickle.loads(out_path.read_bytes())
-        return data
+        return load_examples(out_path)
     evidence = pickle.loads(evidence_path.read_bytes())
-    items = {it.id: it for it in load_questions(require_shared(name)[name])}
+    items = {it.id: it for it in data.questions(name)}
     out: list[Example] = []
-    with feature_locator(name) as locator:
+    with feature_locator(data, name) as locator:
         for n, (key, entry) in enumerate(evidence.items(), start=1):
             qid, near = (key[:-5], True) if key.endswith("#near") else (key, False)
             item = items.get(qid)
@@ -225,7 +248,7 @@ def examples(name: str, *, refresh: bool = False) -> list[Example]:
                         locator.stats.frequencies(question_terms(analysis))[0])
             )  # fmt: skip
             if n % 500 == 0:
-                print(f"  features {name}: {n}/{len(evidence)}", flush=True)
+                logger.info("  features %s: %d/%d", name, n, len(evidence))
     out_path.write_bytes(pickle.dumps(out))
-    print(json.dumps({"dataset": name, "examples": len(out), "version": version}))
+    logger.info(json.dumps({"dataset": name, "examples": len(out), "version": version}))
     return out

@@ -7,11 +7,12 @@ They are the near misses where the entity *is* there and the asked detail is not
 way for any knowledge base: the replacement is a noun taken from other passages of the same
 knowledge base, chosen so that none of the question's evidence contains it. No word list and no
 template of any data set is involved. Used as negatives when fitting the gate
-(benchmarks/fit_answer_model.py) and reported per domain.
+(:mod:`.answer_fit`) and reported per domain; built (and cached) on first use by the fit.
 """
 
 from __future__ import annotations
 
+import logging
 import pickle
 import random
 import re
@@ -20,18 +21,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from answer_features import (
-    CACHE,
-    Example,
-    examples,
-    feature_locator,
-    feature_version,
-    probe_example,
-)
 
 # the pattern stated_values reads a year and month with: a swap must keep the form it reads
 from rag_app.answer.features import _YEAR_MONTH, any_value_in, stated_values
 from rag_app.answer.locator import AnswerLocator
+from rag_app.answer.training.answer_features import (
+    Example,
+    examples,
+    feature_locator,
+    feature_version,
+    load_examples,
+    probe_example,
+)
+from rag_app.answer.training.dev_data import DevData
+
+logger = logging.getLogger(__name__)
 
 PER_HALF = 300
 # data sets whose labels mark the answer units precisely enough to cut them out
@@ -51,23 +55,23 @@ def _nouns(texts: list[str], limit: int = 4000) -> list[str]:
     return list(out)
 
 
-def probes(name: str) -> list[Example]:
-    base = [e for e in examples(name) if e.kind == "answerable"]
-    out_path = CACHE / f"answer-probes-{name}-{feature_version()}.pkl"
+def probes(data: DevData, name: str) -> list[Example]:
+    """The data set's head-swap probes (cached)."""
+    base = [e for e in examples(data, name) if e.kind == "answerable"]
+    out_path = data.cache / f"answer-probes-{name}-{feature_version()}.pkl"
     if out_path.exists():
-        data: list[Example] = pickle.loads(out_path.read_bytes())
-        return data
-    evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
+        return load_examples(out_path)
+    evidence: dict[str, Any] = pickle.loads((data.cache / f"answer-{name}.pkl").read_bytes())
     rng = random.Random(f"probes:{name}")
     pool_texts = [
         nd.node.get_content() for key in rng.sample(sorted(evidence), min(300, len(evidence)))
         for nd in evidence[key]["nodes"][:2]
     ]  # fmt: skip
     nouns = _nouns(pool_texts)
-    with feature_locator(name) as locator:
+    with feature_locator(data, name) as locator:
         out = _head_swaps(base, evidence, nouns, locator, rng)
     out_path.write_bytes(pickle.dumps(out))
-    print(f"{name}: {len(out)} head-swap probes")
+    logger.info("%s: %d head-swap probes", name, len(out))
     return out
 
 
@@ -121,17 +125,19 @@ def swap_candidates(value: str) -> list[str]:
     return []
 
 
-def _cached(kind: str, name: str) -> tuple[Path, list[Example] | None]:
+def _cached(data: DevData, kind: str, name: str) -> tuple[Path, list[Example] | None]:
     """The cache file of a kind of probe for a data set, and its probes when it exists."""
-    path = CACHE / f"answer-{kind}-{name}-{feature_version()}.pkl"
-    return path, (pickle.loads(path.read_bytes()) if path.exists() else None)
+    path = data.cache / f"answer-{kind}-{name}-{feature_version()}.pkl"
+    return path, (load_examples(path) if path.exists() else None)
 
 
-def _swap_inputs(kind: str, name: str) -> tuple[list[Example], dict[str, Any], random.Random]:
+def _swap_inputs(
+    data: DevData, kind: str, name: str
+) -> tuple[list[Example], dict[str, Any], random.Random]:
     """What a swap probe is made from: the data set's answerable questions, their cached
     evidence, and a random generator seeded by the kind and the data set."""
-    base = [e for e in examples(name) if e.kind == "answerable"]
-    evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
+    base = [e for e in examples(data, name) if e.kind == "answerable"]
+    evidence: dict[str, Any] = pickle.loads((data.cache / f"answer-{name}.pkl").read_bytes())
     return base, evidence, random.Random(f"{kind}:{name}")
 
 
@@ -148,6 +154,7 @@ Swap = tuple[str, list[str]] | None
 
 
 def _swap_probes(
+    data: DevData,
     kind: str,
     name: str,
     suffix: str,
@@ -158,13 +165,13 @@ def _swap_probes(
     order, up to PER_HALF a half, each with what ``swapper(locator, questions)`` — a function
     of a question and its evidence nodes giving a :data:`Swap` — finds to swap replaced by one
     of its choices at random, asked on the same evidence."""
-    out_path, cached = _cached(kind, name)
+    out_path, cached = _cached(data, kind, name)
     if cached is not None:
         return cached
-    base, evidence, rng = _swap_inputs(kind, name)
+    base, evidence, rng = _swap_inputs(data, kind, name)
     out: list[Example] = []
     count = {"calibration": 0, "check": 0}
-    with feature_locator(name) as locator:
+    with feature_locator(data, name) as locator:
         swap = swapper(locator, base)
         for e in rng.sample(base, len(base)):
             if count[e.half] >= PER_HALF:
@@ -179,15 +186,15 @@ def _swap_probes(
                                      question, nodes))  # fmt: skip
             count[e.half] += 1
     out_path.write_bytes(pickle.dumps(out))
-    print(f"{name}: {len(out)} {label} probes")
+    logger.info("%s: %d %s probes", name, len(out), label)
     return out
 
 
-def value_swaps(name: str) -> list[Example]:
+def value_swaps(data: DevData, name: str) -> list[Example]:
     """Answerable questions that state a date their evidence holds, the date swapped for one of
     its form the evidence holds nowhere, asked on the same evidence: a question about another
     period, which should be refused. Trained on only to refit the gate's ``constraint_rival``
-    (benchmarks/fit_answer_model.py), reported per domain."""
+    (:func:`.answer_fit.rival_step`), reported per domain."""
 
     def swapper(locator: AnswerLocator, base: list[Example]) -> Callable[[Example, Any], Swap]:
         lexicon = locator.analyzer.lexicon
@@ -206,10 +213,10 @@ def value_swaps(name: str) -> list[Example]:
 
         return swap
 
-    return _swap_probes("valueswap", name, "vswap", "value-swap", swapper)
+    return _swap_probes(data, "valueswap", name, "vswap", "value-swap", swapper)
 
 
-def entity_swaps(name: str) -> list[Example]:
+def entity_swaps(data: DevData, name: str) -> list[Example]:
     """Answerable questions whose named subject (an anonymised name such as 张某某, else the longest
     named entity: 《…》, a Latin name, a name jieba tags) their evidence holds, swapped for
     another question's of the same data set that the evidence holds nowhere, asked on the same
@@ -243,7 +250,7 @@ def entity_swaps(name: str) -> list[Example]:
 
         return swap
 
-    return _swap_probes("entityswap", name, "eswap", "entity-swap", swapper)
+    return _swap_probes(data, "entityswap", name, "eswap", "entity-swap", swapper)
 
 
 def _is_name(subject: str) -> bool:
@@ -272,19 +279,18 @@ def _excise(nodes: list[Any], units: list[Any], y: np.ndarray) -> list[Any]:
     return out
 
 
-def excised(name: str) -> list[Example]:
+def excised(data: DevData, name: str) -> list[Example]:
     """Answerable questions asked on their own evidence with the answer units cut out: the
     topic, the entity and the document are there, the answer is not."""
-    out_path = CACHE / f"answer-excised-{name}-{feature_version()}.pkl"
+    out_path = data.cache / f"answer-excised-{name}-{feature_version()}.pkl"
     if out_path.exists():
-        data: list[Example] = pickle.loads(out_path.read_bytes())
-        return data
-    base = [e for e in examples(name) if e.kind == "answerable" and e.y.any()]
-    evidence: dict[str, Any] = pickle.loads((CACHE / f"answer-{name}.pkl").read_bytes())
+        return load_examples(out_path)
+    base = [e for e in examples(data, name) if e.kind == "answerable" and e.y.any()]
+    evidence: dict[str, Any] = pickle.loads((data.cache / f"answer-{name}.pkl").read_bytes())
     rng = random.Random(f"excised:{name}")
     out: list[Example] = []
     count = {"calibration": 0, "check": 0}
-    with feature_locator(name) as locator:
+    with feature_locator(data, name) as locator:
         for e in rng.sample(base, len(base)):
             if count[e.half] >= PER_HALF:
                 continue
@@ -303,16 +309,5 @@ def excised(name: str) -> list[Example]:
             )  # fmt: skip
             count[e.half] += 1
     out_path.write_bytes(pickle.dumps(out))
-    print(f"{name}: {len(out)} excised-answer probes")
+    logger.info("%s: %d excised-answer probes", name, len(out))
     return out
-
-
-if __name__ == "__main__":
-    import sys
-
-    for name in sys.argv[1:] or ["cmrc_trial_zh", "dragonball_zh", "laws_zh", "retqa_tables_zh"]:
-        probes(name)
-        value_swaps(name)
-        entity_swaps(name)
-        if name in EXCISED_SETS:
-            excised(name)
