@@ -101,26 +101,26 @@ screenshots: install browser-deps ocr-deps
 # benchmarks/results/; the others run smaller and write to $(BENCH_OUT)/ (not committed).
 BENCH_OUT := benchmarks/.cache/bench
 bench: install
-	$(PY) benchmarks/chunking.py
-	$(PY) benchmarks/latency.py
-	$(PY) benchmarks/retrieval.py --limit 50 --configs structure_keyword structure_engine \
+	$(PY) benchmarks/quality/chunking.py
+	$(PY) benchmarks/performance/latency.py
+	$(PY) benchmarks/quality/retrieval.py --limit 50 --configs structure_keyword structure_engine \
 		--name ../.cache/bench/retrieval
-	$(PY) benchmarks/answer_data.py
-	$(PY) benchmarks/fit_answer_model.py --no-write
-	$(PY) benchmarks/answer_bootstrap.py --replicates 1 --json $(BENCH_OUT)/answer_bootstrap.json
-	$(PY) benchmarks/query_scale.py --sizes 5000 --queries 50 --prewarm --label bench \
+	$(PY) benchmarks/quality/answer_data.py
+	$(PY) benchmarks/quality/fit_answer_model.py --no-write
+	$(PY) benchmarks/quality/answer_bootstrap.py --replicates 1 --json $(BENCH_OUT)/answer_bootstrap.json
+	$(PY) benchmarks/performance/query_scale.py --sizes 5000 --queries 50 --prewarm --label bench \
 		--json $(BENCH_OUT)/query_scale.json
-	$(PY) benchmarks/ledger_writes.py --sizes 5000 --files 10 --label bench \
+	$(PY) benchmarks/performance/ledger_writes.py --sizes 5000 --files 10 --label bench \
 		--json $(BENCH_OUT)/ledger_writes.json
-	$(PY) benchmarks/ingest_throughput.py --mb 0.5 --repeat 1 --label bench \
+	$(PY) benchmarks/performance/ingest_throughput.py --mb 0.5 --repeat 1 --label bench \
 		--json $(BENCH_OUT)/ingest_throughput.json
-	$(PY) benchmarks/memory.py --sizes 5 --real-model-size 0 --json $(BENCH_OUT)/memory.json
-	$(PY) benchmarks/service_load.py --clients 2 --duration 10 --drain 30 \
+	$(PY) benchmarks/performance/memory.py --sizes 5 --real-model-size 0 --json $(BENCH_OUT)/memory.json
+	$(PY) benchmarks/performance/service_load.py --clients 2 --duration 10 --drain 30 \
 		--json $(BENCH_OUT)/service_load.json
 
 # the README's performance figures: measured on today's code? (exit 1 when one is stale)
 figures: install
-	$(PY) benchmarks/figures.py --check
+	$(PY) benchmarks/performance/figures.py --check
 
 clean:
 	rm -rf .rag .pytest_cache .mypy_cache .ruff_cache

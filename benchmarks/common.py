@@ -78,7 +78,7 @@ def machine() -> dict[str, Any]:
 
 def source_hashes() -> dict[str, str]:
     """A short hash of every file of the package and of the running script: what a figure
-    was measured on (benchmarks/figures.py tells a stale figure by them)."""
+    was measured on (benchmarks/performance/figures.py tells a stale figure by them)."""
     files = sorted((ROOT / "rag_app").rglob("*.py"))
     script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
     if script is not None and script.is_file() and script.is_relative_to(ROOT):

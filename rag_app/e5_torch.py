@@ -7,7 +7,7 @@ the 250k-row word table stays 4-bit, memory-mapped, and is dequantized row by ro
 forward pass with PyTorch, which the project pins anyway. On 2 cores it embeds a 100-character
 Chinese passage in 32 ms against the C engine's 51, 400 characters in 95 ms against 234, a
 question and two 60-character passages in 43 ms against 72; a 15-token question alone costs
-it more (16 against 10 ms: reading the float32 weights dominates; benchmarks/e5_engines.py).
+it more (16 against 10 ms: reading the float32 weights dominates; benchmarks/performance/e5_engines.py).
 The tokenizer is the engine's (the same normalization map, the same Viterbi over the unigram
 pieces), so both read the same tokens; the vectors differ from the C engine's only by its int8
 rounding of activations (cosine 0.9999 between the two).

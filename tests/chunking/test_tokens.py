@@ -66,6 +66,6 @@ def test_count_tokens_is_subadditive(a: str, b: str) -> None:
 
 
 def test_count_tokens_counts_a_long_text_exactly() -> None:
-    # its cost is part of the chunker throughput measured in benchmarks/chunking.py, not asserted
+    # its cost is part of the chunker throughput measured in benchmarks/quality/chunking.py, not asserted
     text = "根据《中华人民共和国保险法》第16条，投保人应当如实告知 RAG-2024 版本。\n" * 25000
     assert count_tokens(text) == reference_count(text)

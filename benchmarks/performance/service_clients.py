@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
+
 from common import ROOT
 
 from rag_app.eval.metrics import percentile

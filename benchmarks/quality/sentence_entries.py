@@ -1,6 +1,6 @@
 """Multi-granularity retrieval prototype (issue 17): sentence entries that point at their chunk.
 
-    .venv/bin/python benchmarks/sentence_entries.py --datasets laws_zh --limit 300
+    .venv/bin/python benchmarks/quality/sentence_entries.py --datasets laws_zh --limit 300
 
 Every active chunk of the cached (full, usem3) KB is split into sentences (on 。！？；!?; and line
 breaks), each embedded with the heading path as a prefix and kept in one numpy matrix (cached
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import CACHE, kb_for, require_shared, usem3_run, write_result  # noqa: E402
 from retrieval_levers import (  # noqa: E402

@@ -1,6 +1,6 @@
 """The multi-process deployment under load: CLI ingest + two workers + a server at once.
 
-    .venv/bin/python benchmarks/service_load.py --multi-process      # 4 clients, 30 s, 40 CLI files
+    .venv/bin/python benchmarks/performance/service_load.py --multi-process      # 4 clients, 30 s, 40 CLI files
 
 Run by ``service_load.py --multi-process`` (issue 16). Setup (not timed): a throwaway PostgreSQL
 server (``initdb`` + ``pg_ctl``, as in tests/store/pg.py; without its binaries the ledger is

@@ -1,7 +1,7 @@
 """Are the performance figures in README.md measured on today's code?
 
-    .venv/bin/python benchmarks/figures.py            # a table: figure, run at, fresh or stale
-    .venv/bin/python benchmarks/figures.py --check    # exit 1 when a figure is stale (make figures)
+    .venv/bin/python benchmarks/performance/figures.py            # a table: figure, run at, fresh or stale
+    .venv/bin/python benchmarks/performance/figures.py --check    # exit 1 when a figure is stale (make figures)
 
 Every results file written through ``common.write_json`` records its provenance: when it ran,
 the command, and a hash of every file of ``rag_app/`` and of the benchmark script. A figure is
@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import RESULTS, ROOT, source_hashes  # noqa: E402
 
@@ -40,14 +40,14 @@ class Figure:
 
 
 FIGURES = [
-    Figure("benchmarks/retrieval.py", "retrieval_laws.json", QUERY),
-    Figure("benchmarks/retrieval.py", "retrieval_retqa.json", QUERY),
-    Figure("benchmarks/query_scale.py", "query_scale.json", QUERY),
-    Figure("benchmarks/ingest_throughput.py", "ingest_throughput.json", INGEST),
-    Figure("benchmarks/memory.py", "memory.json", INGEST),
-    Figure("benchmarks/service_load.py", "service_load_multiprocess.json", SERVICE),
-    Figure("benchmarks/tenant_fairness.py", "tenant_fairness.json", SERVICE),
-    Figure("benchmarks/startup.py", "startup.json", SERVICE),
+    Figure("benchmarks/quality/retrieval.py", "retrieval_laws.json", QUERY),
+    Figure("benchmarks/quality/retrieval.py", "retrieval_retqa.json", QUERY),
+    Figure("benchmarks/performance/query_scale.py", "query_scale.json", QUERY),
+    Figure("benchmarks/performance/ingest_throughput.py", "ingest_throughput.json", INGEST),
+    Figure("benchmarks/performance/memory.py", "memory.json", INGEST),
+    Figure("benchmarks/performance/service_load.py", "service_load_multiprocess.json", SERVICE),
+    Figure("benchmarks/performance/tenant_fairness.py", "tenant_fairness.json", SERVICE),
+    Figure("benchmarks/performance/startup.py", "startup.json", SERVICE),
 ]
 
 
@@ -85,7 +85,7 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a figure is stale")
     args = parser.parse_args()
     now = source_hashes()
-    for script in (ROOT / "benchmarks").glob("*.py"):
+    for script in (ROOT / "benchmarks").rglob("*.py"):
         now[script.relative_to(ROOT).as_posix()] = source_hashes_of(script)
     stale = 0
     for figure in FIGURES:

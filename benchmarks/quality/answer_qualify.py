@@ -7,19 +7,23 @@ domains' rows (the largest band on a grid at which no other domain qualifies mor
 ``--budget`` of its answerable questions), then D's figures are read at that band: what to
 expect on documents of your own. The rows are check halves (the gate never saw them).
 
-    .venv/bin/python benchmarks/answer_outcomes.py --datasets cmrc_trial_zh squad2_trial_zh \\
+    .venv/bin/python benchmarks/quality/answer_outcomes.py --datasets cmrc_trial_zh squad2_trial_zh \\
         dragonball_zh laws_zh retqa_tables_zh --limit 100
-    .venv/bin/python benchmarks/answer_qualify.py [--budget 0.15]
+    .venv/bin/python benchmarks/quality/answer_qualify.py [--budget 0.15]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from answer_outcomes import summary
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
+
 from common import RESULTS
 
 GRID = [round(0.05 * i, 2) for i in range(0, 20)]

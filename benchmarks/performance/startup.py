@@ -1,6 +1,6 @@
 """Where `rag ask` spends its wall time: imports, model loads, the answer itself.
 
-    .venv/bin/python benchmarks/startup.py [--kb .rag/demo] [--repeat 3]
+    .venv/bin/python benchmarks/performance/startup.py [--kb .rag/demo] [--repeat 3]
 
 Builds the sample KB when ``--kb`` does not exist, then, ``--repeat`` times each:
 * ``rag ask Q --json`` as a user runs it (wall time of the process; its own ``total_ms``);
@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import ROOT, write_result
 
@@ -73,7 +75,7 @@ def main() -> None:
         print(one[-1], many[-1], flush=True)
     best = min(one, key=lambda r: r["wall_s"])
     result = {
-        "command": "benchmarks/startup.py " + " ".join(sys.argv[1:]),
+        "command": "benchmarks/performance/startup.py " + " ".join(sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d"),
         "one_question": one,
         "ten_questions": many,

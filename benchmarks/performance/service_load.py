@@ -1,7 +1,7 @@
 """Service under load: a real ``rag serve`` process, N concurrent clients asking and uploading.
 
-    .venv/bin/python benchmarks/service_load.py                      # 4 clients, 30 s
-    .venv/bin/python benchmarks/service_load.py --clients 1,4,8      # one run per client count
+    .venv/bin/python benchmarks/performance/service_load.py                      # 4 clients, 30 s
+    .venv/bin/python benchmarks/performance/service_load.py --clients 1,4,8      # one run per client count
 
 Setup (not timed): the bundled sample knowledge base (``data/knowledge``) is ingested once into a
 template KB with ``rag ingest``, an editor API key is created with ``rag keys create``, and for
@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 import httpx  # noqa: E402
 from common import RESULTS, ROOT, machine, write_json  # noqa: E402
@@ -273,7 +273,7 @@ def main() -> None:
         "--multi-process",
         action="store_true",
         help="the multi-process deployment instead: CLI ingest + 2 workers + a server at once "
-        "(benchmarks/service_multiprocess.py; first --clients value)",
+        "(benchmarks/performance/service_multiprocess.py; first --clients value)",
     )
     parser.add_argument("--cli-files", type=int, default=40, help="--multi-process: CLI files")
     parser.add_argument("--json", type=Path, default=None, help="results file")
@@ -319,7 +319,7 @@ def main() -> None:
                 if os.environ.get("RAG_LLM_BASE_URL")
                 else "(extractive answers, no LLM configured)"
             ),
-            "command": "benchmarks/service_load.py " + " ".join(sys.argv[1:]),
+            "command": "benchmarks/performance/service_load.py " + " ".join(sys.argv[1:]),
         },
         "runs": runs,
     }
@@ -339,7 +339,7 @@ def multi_process(args: argparse.Namespace, clients: int) -> None:
     data = {
         "benchmark": "service_load --multi-process",
         "machine": machine(),
-        "command": "benchmarks/service_load.py " + " ".join(sys.argv[1:]),
+        "command": "benchmarks/performance/service_load.py " + " ".join(sys.argv[1:]),
         "run": run,
     }
     write_json(path, data)

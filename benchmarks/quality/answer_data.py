@@ -2,14 +2,17 @@
 the other benchmarks share are): ``python -m rag_app.answer.training answer-data`` (rag_app/
 answer/training/answer_data.py, which describes it; its options are this script's).
 
-    .venv/bin/python benchmarks/answer_data.py [--datasets cmrc_trial_zh ...] [--limit N]
+    .venv/bin/python benchmarks/quality/answer_data.py [--datasets cmrc_trial_zh ...] [--limit N]
 
-benchmarks/fit_answer_model.py reads it.
+benchmarks/quality/fit_answer_model.py reads it.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import CACHE, SHARED
 

@@ -1,7 +1,7 @@
 """Peak memory (RSS) of ingestion at several corpus sizes: bounded, or proportional to the corpus?
 
-    .venv/bin/python benchmarks/memory.py                         # sizes 5,20,50,100 MB
-    .venv/bin/python benchmarks/memory.py --sizes 5,20 --real-model-size 0
+    .venv/bin/python benchmarks/performance/memory.py                         # sizes 5,20,50,100 MB
+    .venv/bin/python benchmarks/performance/memory.py --sizes 5,20 --real-model-size 0
 
 Corpus: every document of the three shared dev sets (../shared/data: laws_zh, retqa_tables_zh,
 dragonball_zh, ~12 MB together), followed by repeated variants of them whose first line is
@@ -43,7 +43,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import RESULTS, SHARED, machine, write_json  # noqa: E402
 

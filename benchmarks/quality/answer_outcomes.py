@@ -15,7 +15,7 @@ re-applied offline (``--thresholds``):
 * **first line**: answerable questions whose first line (caveat aside) holds a reference answer
   (data sets with short answers: cmrc, squad2, retqa).
 
-    .venv/bin/python benchmarks/answer_outcomes.py --datasets cmrc_trial_zh squad2_trial_zh \
+    .venv/bin/python benchmarks/quality/answer_outcomes.py --datasets cmrc_trial_zh squad2_trial_zh \
         [--limit 200] [--reader reader.npz] [--bands 0.5 0.6] [--json out.json]
 
 A reader trained by ``python -m rag_app.answer.training reader`` saw the calibration halves of
@@ -28,9 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import RESULTS, dev_half, kb_for, load_questions, require_shared
 

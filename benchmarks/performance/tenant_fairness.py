@@ -1,7 +1,7 @@
 """Another tenant's small upload behind one tenant's big or hostile file (issue 53, item 1).
 
-    .venv/bin/python benchmarks/tenant_fairness.py                    # all four files
-    .venv/bin/python benchmarks/tenant_fairness.py --files txt docx --big-wait 300
+    .venv/bin/python benchmarks/performance/tenant_fairness.py                    # all four files
+    .venv/bin/python benchmarks/performance/tenant_fairness.py --files txt docx --big-wait 300
 
 A fresh KB served by ``rag serve`` with its defaults (one ``rag worker`` process and its express
 lane), two editor keys (tenants ``big`` and ``small``). For each file: tenant ``big`` uploads it;
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 import httpx  # noqa: E402
 from common import RESULTS, machine, write_json  # noqa: E402

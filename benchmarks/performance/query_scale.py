@@ -1,7 +1,7 @@
 """Query latency at ~5k, ~10k and ~100k chunks: ``retrieve`` and extractive ``ask``, p50/p95,
 with a per-stage breakdown.
 
-    flock /tmp/rag-bench.lock .venv/bin/python benchmarks/query_scale.py \\
+    flock /tmp/rag-bench.lock .venv/bin/python benchmarks/performance/query_scale.py \\
         [--sizes 5000 10000 100000] [--queries 200] [--label after] [--json PATH]
 
 The corpora (built once, cached in ``benchmarks/.cache/scale-<N>-<recipe>``). Embedding 100k
@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import (  # noqa: E402
     CACHE,
@@ -491,7 +491,7 @@ def main() -> None:
         "git": git_head(),
         "code": str(Path(rag_app.__file__).resolve().parent),
         "note": args.note,
-        "command": "flock /tmp/rag-bench.lock .venv/bin/python benchmarks/query_scale.py "
+        "command": "flock /tmp/rag-bench.lock .venv/bin/python benchmarks/performance/query_scale.py "
         + " ".join(sys.argv[1:]),
         "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
         "questions": {

