@@ -78,6 +78,15 @@ def _processing(name: str, column: str, *, count: bool = False) -> Any:
     )
 
 
+def _workers(job_id: int, worker: str) -> Any:
+    """The job, while it is ``worker``'s and in progress."""
+    return and_(
+        jobs.c.job_id == job_id,
+        jobs.c.worker == worker,
+        jobs.c.status == JobStatus.PROCESSING.value,
+    )
+
+
 class JobQueue:
     """Queue operations on the ledger's ``jobs`` table."""
 
@@ -266,15 +275,7 @@ class JobQueue:
         """Extend the lease; False when the job is no longer this worker's."""
         with self.engine.begin() as conn:
             result = conn.execute(
-                update(jobs)
-                .where(
-                    and_(
-                        jobs.c.job_id == job_id,
-                        jobs.c.worker == worker,
-                        jobs.c.status == JobStatus.PROCESSING.value,
-                    )
-                )
-                .values(heartbeat_at=time.time())
+                update(jobs).where(_workers(job_id, worker)).values(heartbeat_at=time.time())
             )
         return bool(result.rowcount)
 
@@ -287,13 +288,7 @@ class JobQueue:
         with self.engine.begin() as conn:
             result = conn.execute(
                 update(jobs)
-                .where(
-                    and_(
-                        jobs.c.job_id == job_id,
-                        jobs.c.worker == worker,
-                        jobs.c.status == JobStatus.PROCESSING.value,
-                    )
-                )
+                .where(_workers(job_id, worker))
                 .values(status=status.value, error=clip_error(error), finished_at=time.time())
             )
         return bool(result.rowcount)
@@ -306,13 +301,7 @@ class JobQueue:
         with self.engine.begin() as conn:
             doc_id = conn.execute(
                 update(jobs)
-                .where(
-                    and_(
-                        jobs.c.job_id == job_id,
-                        jobs.c.worker == worker,
-                        jobs.c.status == JobStatus.PROCESSING.value,
-                    )
-                )
+                .where(_workers(job_id, worker))
                 .values(
                     status=JobStatus.PENDING.value,
                     worker=None,
