@@ -11,6 +11,7 @@ import { state, renderWhoami, loadMe, loadHealth } from "./api.js";
 import { closeChunks } from "./chunks.js";
 import { loadDocs, renderDocs, clearSelected, setupDropzone } from "./documents.js";
 import { ask, setupPopup } from "./ask.js";
+import { setupConversation } from "./conversation.js";
 
 var KEY_STORAGE = "rag_api_key";
 
@@ -61,6 +62,7 @@ function init() {
   });
   setupDropzone();
   setupPopup();
+  setupConversation();
   renderWhoami();
   loadHealth();
   saveKey(state.key);

@@ -1,4 +1,5 @@
-/* Asking: the question (optionally limited to the chosen documents), the answer with its [n]
+/* Asking, in a conversation (conversation.js; /api/chat): the question (optionally limited to
+ * the chosen documents), the answer with its [n]
  * citation markers, a refusal's reason, its closest unit and 最接近的资料, timings, and the citation
  * pop-up.
  */
@@ -7,6 +8,7 @@ import { $, el, append, clear, show, fmtScore, fmtProb, hasBlockType, pathNode }
 import { state, api, errText } from "./api.js";
 import { chunkTextNode } from "./chunks.js";
 import { selectedNames } from "./documents.js";
+import { conversationBody, recordTurn } from "./conversation.js";
 
 var lastAnswer = null;
 
@@ -22,10 +24,11 @@ function ask() {
   show($("ask-error"), "");
   var ids = Object.keys(state.selected);
   var scope = ids.length ? selectedNames() : null;
-  var body = { question: q, top_k: 5, doc_ids: ids.length ? ids : null };
-  api("/api/ask", { method: "POST", json: body }).then(
+  var body = conversationBody({ question: q, top_k: 5, doc_ids: ids.length ? ids : null });
+  api("/api/chat", { method: "POST", json: body }).then(
     function (res) {
       renderAnswer(res, scope);
+      recordTurn(q, res);
     },
     function (err) {
       show($("ask-error"), "提问失败：" + errText(err));

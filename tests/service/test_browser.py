@@ -537,7 +537,7 @@ def test_document_filter_limits_the_question_to_the_chosen_documents(
         requests: list[Any] = []
         page.on(
             "request",
-            lambda r: requests.append(r.post_data_json) if r.url.endswith("/api/ask") else None,
+            lambda r: requests.append(r.post_data_json) if r.url.endswith("/api/chat") else None,
         )
         question = "员工每年有多少天带薪年假？"
         answer = page.get_by_test_id("answer")
@@ -699,3 +699,57 @@ def test_a_cited_row_of_merged_evidence_opens_in_its_own_chunk(live: Live, page:
         watch.assert_clean()
     finally:
         _delete(live, doc_id)
+
+
+STOCK_MD = """# 库存明细
+
+| SKU | 名称 | 库存 |
+| --- | --- | --- |
+| SKU-1023 | 螺丝 | 120 |
+| SKU-1024 | 螺母 | 80 |
+"""
+
+
+def test_a_conversation_with_follow_ups_and_a_thumbs_down(
+    live: Live, page: Any, tmp_path: Path
+) -> None:
+    """Three turns, the second and third follow-ups completed from the previous one and shown
+    as understood, earlier turns kept above the question; a 👎 with a comment reaches
+    /api/feedback with the resolved question; 新对话 starts over (issue 55)."""
+    shot = Shots(page, tmp_path)
+    doc_id = _upload(live, "库存明细.md", STOCK_MD)
+    _ingested_row(page, live, doc_id)
+    answer = page.get_by_test_id("answer")
+    resolved = page.get_by_test_id("answer-resolved")
+
+    def ask(question: str) -> None:
+        page.get_by_test_id("ask-input").fill(question)
+        page.get_by_test_id("ask-button").click()
+
+    ask("SKU-1023的库存是多少？")
+    expect(answer).to_contain_text("120", timeout=INGEST_TIMEOUT_MS)
+    expect(resolved).to_be_hidden()  # a question that stands alone
+    ask("那SKU-1024呢？")
+    expect(resolved).to_have_text("理解为：SKU-1024的库存是多少？", timeout=INGEST_TIMEOUT_MS)
+    expect(answer).to_contain_text("80")
+    ask("它的名称是什么？")
+    expect(resolved).to_have_text("理解为：SKU-1024的名称是什么？", timeout=INGEST_TIMEOUT_MS)
+    expect(answer).to_contain_text("螺母")
+    turns = page.get_by_test_id("chat-turn")
+    expect(turns).to_have_count(2)
+    expect(turns.nth(1)).to_contain_text("理解为：SKU-1024的库存是多少？")
+
+    page.get_by_test_id("feedback-comment").fill("应同时给出规格")
+    page.get_by_test_id("feedback-down").click()
+    expect(page.get_by_test_id("feedback-status")).to_contain_text("已记录")
+    shot("conversation", full_page=True, doc="conversation")
+    (record,) = _api(live, "/api/feedback?rating=down", live.editor_key)["feedback"]
+    assert record["resolved_question"] == "SKU-1024的名称是什么？"
+    assert record["question"] == "它的名称是什么？" and record["comment"] == "应同时给出规格"
+
+    page.get_by_test_id("new-chat").click()
+    expect(page.get_by_test_id("chat-turns")).to_be_hidden()
+    ask("那SKU-1023呢？")  # nothing to take it from: asked as written
+    expect(page.locator("#answer-box")).to_be_visible(timeout=INGEST_TIMEOUT_MS)
+    expect(resolved).to_be_hidden()
+    _delete(live, doc_id)

@@ -1,0 +1,68 @@
+/* The conversation the ask panel is in: its id (kept by the server, /api/chat), the turns so far
+ * (each question and how it was understood: a follow-up completed from the previous turn), "新对话",
+ * and 有用/有误 (👍/👎) with a comment on the latest answer (/api/feedback). The buttons are words:
+ * a machine without an emoji font shows the emoji as boxes.
+ */
+
+import { $, el, append, clear, show } from "./dom.js";
+import { api, errText } from "./api.js";
+
+var conversation = { id: null, turns: [] };
+
+/** The request body's conversation part: continue the current one, if any. */
+function conversationBody(body) {
+  if (conversation.id) body.conversation_id = conversation.id;
+  return body;
+}
+
+/** After an answer: remember the turn, show the thread and how the question was understood. */
+function recordTurn(question, res) {
+  conversation.id = res.conversation_id || null;
+  conversation.turns.push({ question: question, resolved: res.resolved_question || question });
+  renderTurns();
+  var understood = res.followup && res.followup !== "standalone";
+  show($("answer-resolved"), understood ? "理解为：" + res.resolved_question : "");
+  show($("feedback-status"), "");
+  $("feedback-comment").value = "";
+  $("feedback").hidden = !conversation.id;
+}
+
+function renderTurns() {
+  var box = $("chat-turns");
+  clear(box);
+  // the earlier turns; the latest is the answer below
+  var earlier = conversation.turns.slice(0, -1);
+  earlier.forEach(function (t, i) {
+    var line = el("div", { class: "chat-turn", "data-testid": "chat-turn" }, "问 " + (i + 1) + "：" + t.question);
+    if (t.resolved !== t.question) append(line, el("span", { class: "muted", text: "（理解为：" + t.resolved + "）" }));
+    box.appendChild(line);
+  });
+  box.hidden = !earlier.length;
+  $("new-chat").hidden = !conversation.turns.length;
+}
+
+function newConversation() {
+  conversation = { id: null, turns: [] };
+  renderTurns();
+  $("answer-box").hidden = true;
+  $("ask-status").textContent = "新对话：下一个问题独立理解。";
+  $("ask-input").focus();
+}
+
+function sendFeedback(rating) {
+  if (!conversation.id) return;
+  var body = { conversation_id: conversation.id, rating: rating, comment: $("feedback-comment").value.trim() };
+  show($("feedback-status"), "提交中…");
+  api("/api/feedback", { method: "POST", json: body }).then(
+    function () { show($("feedback-status"), "已记录（" + (rating === "up" ? "有用" : "有误") + "），谢谢。"); },
+    function (err) { show($("feedback-status"), "反馈失败：" + errText(err)); }
+  );
+}
+
+function setupConversation() {
+  $("new-chat").addEventListener("click", newConversation);
+  $("feedback-up").addEventListener("click", function () { sendFeedback("up"); });
+  $("feedback-down").addEventListener("click", function () { sendFeedback("down"); });
+}
+
+export { conversationBody, recordTurn, setupConversation };
