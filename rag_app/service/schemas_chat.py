@@ -7,7 +7,6 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StringConstraints
 
 from rag_app.service.schemas import AnswerOut, AskIn
-from rag_app.types import Answer
 
 ConversationId = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")]
 
@@ -46,7 +45,7 @@ class ConversationList(BaseModel):
 class TurnOut(BaseModel):
     question: str
     resolved_question: str
-    answer: Answer
+    answer: AnswerOut = Field(description="As /api/chat answered it (sources with file names).")
     created_at: float
 
 

@@ -10,8 +10,8 @@ import { $, show } from "./dom.js";
 import { state, renderWhoami, loadMe, loadHealth } from "./api.js";
 import { closeChunks } from "./chunks.js";
 import { loadDocs, renderDocs, clearSelected, setupDropzone } from "./documents.js";
-import { ask, setupPopup } from "./ask.js";
-import { setupConversation } from "./conversation.js";
+import { ask, renderAnswer, setupPopup } from "./ask.js";
+import { loadHistory, setupConversation } from "./conversation.js";
 
 var KEY_STORAGE = "rag_api_key";
 
@@ -22,7 +22,10 @@ function saveKey(key) {
     else localStorage.removeItem(KEY_STORAGE);
   } catch (e) { /* storage disabled: keep the key in memory only */ }
   return loadMe().then(function (me) {
-    if (me) return loadDocs();
+    if (me) {
+      loadHistory();
+      return loadDocs();
+    }
     // no valid key: the list is unknown, not empty ("暂无文档" would say the KB is empty)
     renderDocs([], true);
     show(
@@ -62,7 +65,7 @@ function init() {
   });
   setupDropzone();
   setupPopup();
-  setupConversation();
+  setupConversation(renderAnswer);
   renderWhoami();
   loadHealth();
   saveKey(state.key);

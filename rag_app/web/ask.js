@@ -222,4 +222,4 @@ function setupPopup() {
   });
 }
 
-export { ask, setupPopup };
+export { ask, renderAnswer, setupPopup };

@@ -8,6 +8,7 @@ import { $, el, append, clear, show } from "./dom.js";
 import { api, errText } from "./api.js";
 
 var conversation = { id: null, turns: [] };
+var render = null; // ask.js's renderAnswer, given by setupConversation (no import cycle)
 
 /** The request body's conversation part: continue the current one, if any. */
 function conversationBody(body) {
@@ -25,6 +26,44 @@ function recordTurn(question, res) {
   show($("feedback-status"), "");
   $("feedback-comment").value = "";
   $("feedback").hidden = !conversation.id;
+  loadHistory();
+}
+
+/** This key's conversations, latest first, in the 历史对话 list (the current one selected). */
+function loadHistory() {
+  return api("/api/conversations").then(function (body) {
+    var list = (body && body.conversations) || [];
+    var select = $("chat-history");
+    clear(select);
+    select.appendChild(el("option", { value: "", text: "历史对话 (" + list.length + ")" }));
+    list.forEach(function (c) {
+      var title = c.title.length > 24 ? c.title.slice(0, 24) + "…" : c.title;
+      select.appendChild(el("option", { value: c.conversation_id, text: title + " · " + c.turns + " 轮" }));
+    });
+    select.value = conversation.id || "";
+    select.hidden = !list.length;
+  }, function () { $("chat-history").hidden = true; });
+}
+
+/** Reopen a past conversation: its turns, its last answer; the next question continues it. */
+function openConversation(id) {
+  if (!id) return;
+  api("/api/conversations/" + encodeURIComponent(id)).then(function (body) {
+    var turns = body.turns || [];
+    conversation = {
+      id: body.conversation_id,
+      turns: turns.map(function (t) { return { question: t.question, resolved: t.resolved_question }; }),
+    };
+    renderTurns();
+    var last = turns[turns.length - 1];
+    if (!last || !render) return;
+    render(last.answer, null);
+    var understood = last.resolved_question !== last.question;
+    show($("answer-resolved"), understood ? "理解为：" + last.resolved_question : "");
+    show($("feedback-status"), "");
+    $("feedback").hidden = false;
+    $("ask-input").value = "";
+  }, function (err) { show($("ask-error"), "无法打开对话：" + errText(err)); });
 }
 
 function renderTurns() {
@@ -59,10 +98,15 @@ function sendFeedback(rating) {
   );
 }
 
-function setupConversation() {
-  $("new-chat").addEventListener("click", newConversation);
+function setupConversation(renderAnswer) {
+  render = renderAnswer;
+  $("new-chat").addEventListener("click", function () {
+    newConversation();
+    $("chat-history").value = "";
+  });
+  $("chat-history").addEventListener("change", function (e) { openConversation(e.target.value); });
   $("feedback-up").addEventListener("click", function () { sendFeedback("up"); });
   $("feedback-down").addEventListener("click", function () { sendFeedback("down"); });
 }
 
-export { conversationBody, recordTurn, setupConversation };
+export { conversationBody, loadHistory, recordTurn, setupConversation };

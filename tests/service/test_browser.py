@@ -752,4 +752,19 @@ def test_a_conversation_with_follow_ups_and_a_thumbs_down(
     ask("那SKU-1023呢？")  # nothing to take it from: asked as written
     expect(page.locator("#answer-box")).to_be_visible(timeout=INGEST_TIMEOUT_MS)
     expect(resolved).to_be_hidden()
+
+    # reopened after a reload from 历史对话: its turns and last answer; the next question goes on
+    page.reload()
+    history = page.get_by_test_id("chat-history")
+    ours = history.locator("option", has_text="SKU-1023的库存是多少？ · 3 轮")
+    expect(ours).to_have_count(1)  # (other tests of this server asked too)
+    value = ours.get_attribute("value")
+    history.select_option(value)
+    expect(turns).to_have_count(2)
+    expect(resolved).to_have_text("理解为：SKU-1024的名称是什么？")
+    expect(answer).to_contain_text("螺母")
+    ask("那SKU-1023呢？")
+    expect(resolved).to_have_text("理解为：SKU-1023的名称是什么？", timeout=INGEST_TIMEOUT_MS)
+    expect(answer).to_contain_text("螺丝")
+    shot("conversation-reopened", full_page=True)
     _delete(live, doc_id)

@@ -48,6 +48,7 @@ def test_a_follow_up_is_answered_from_the_previous_turn_and_kept(service: Servic
         "SKU-1024的库存是多少？",
     ]
     assert "80" in full["turns"][1]["answer"]["answer"]
+    assert full["turns"][1]["answer"]["sources"][0]["filename"] == "库存.md"  # as /api/chat gave it
 
 
 def test_a_conversation_is_visible_to_its_key_only(service: Service) -> None:
