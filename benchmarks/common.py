@@ -14,6 +14,7 @@ import logging
 import os
 import platform
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +77,11 @@ def machine() -> dict[str, Any]:
     }
 
 
-def source_hashes() -> dict[str, str]:
-    """A short hash of every file of the package and of the running script: what a figure
-    was measured on (benchmarks/performance/figures.py tells a stale figure by them)."""
-    files = sorted((ROOT / "rag_app").rglob("*.py"))
+def source_hashes(extra: Iterable[Path] = ()) -> dict[str, str]:
+    """A short hash of every file of the package, of the running script and of ``extra``:
+    what a figure was measured on (benchmarks/performance/figures.py tells a stale figure by
+    them)."""
+    files = [*sorted((ROOT / "rag_app").rglob("*.py")), *extra]
     script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else None
     if script is not None and script.is_file() and script.is_relative_to(ROOT):
         files.append(script)

@@ -118,7 +118,7 @@ class KnowledgeBase:
                 max_turns=settings.chat_max_turns,
                 keep_days=settings.chat_keep_days,
             ),
-            lambda question, tenant, top_k, doc_ids: self.ask(question, tenant, top_k, doc_ids),
+            self.ask,
         )
         self.feedback = FeedbackStore(self.ledger.engine)
 

@@ -84,9 +84,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a figure is stale")
     args = parser.parse_args()
-    now = source_hashes()
-    for script in (ROOT / "benchmarks").rglob("*.py"):
-        now[script.relative_to(ROOT).as_posix()] = source_hashes_of(script)
+    now = source_hashes((ROOT / "benchmarks").rglob("*.py"))
     stale = 0
     for figure in FIGURES:
         run_at, state, changed = status(figure, now)
@@ -97,12 +95,6 @@ def main() -> int:
     for script in unknown:
         print(f"untracked {script} (named in README.md; add it to FIGURES)")
     return 1 if args.check and (stale or unknown) else 0
-
-
-def source_hashes_of(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
 if __name__ == "__main__":

@@ -47,12 +47,10 @@ def eval_conversations(
     except (ValueError, FileNotFoundError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
-    splits = sorted({c.split for c in cases})
+    split_of = {c.id: c.split for c in cases}
     by_split = {
-        s: summarize(
-            [r for r in results if r.conversation in {c.id for c in cases if c.split == s}]
-        )
-        for s in splits
+        s: summarize([r for r in results if split_of[r.conversation] == s])
+        for s in sorted(set(split_of.values()))
     }
     overall = summarize(results)
     data = {"file": str(path), "overall": overall, "splits": by_split,

@@ -198,25 +198,21 @@ def worker(
     with open_kb(kb) as base:
         queue = base.job_queue()
         settings = base.settings
-        runner = Worker(
-            base,
-            queue,
-            lease_seconds=settings.job_lease_seconds,
-            poll_seconds=settings.worker_poll_seconds,
-            on_job=on_job,
-        )
-        express_max = express_bytes(settings.express_lane_mb)
-        express = (  # not with --once/--max-jobs: those count this worker's jobs
-            Worker(
+
+        def make(express_max_bytes: int | None = None) -> Worker:
+            return Worker(
                 base,
                 queue,
                 lease_seconds=settings.job_lease_seconds,
                 poll_seconds=settings.worker_poll_seconds,
                 on_job=on_job,
-                express_max_bytes=express_max,
+                express_max_bytes=express_max_bytes,
             )
-            if express_max is not None and not once and max_jobs is None
-            else None
+
+        runner = make()
+        express_max = express_bytes(settings.express_lane_mb)
+        express = (  # not with --once/--max-jobs: those count this worker's jobs
+            make(express_max) if express_max is not None and not once and max_jobs is None else None
         )
         runners = [runner] + ([express] if express is not None else [])
 

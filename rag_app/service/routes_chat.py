@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, status
 
 from rag_app.chat import ConversationNotFound
-from rag_app.service.deps import KeyDep, ServiceState, StateDep
+from rag_app.service.deps import KeyDep, StateDep
 from rag_app.service.json_body import body_schema, json_body
-from rag_app.service.routes_query import sources_out
+from rag_app.service.routes_query import answer_out
 from rag_app.service.schemas import AnswerOut
 from rag_app.service.schemas_chat import (
     ChatIn,
@@ -26,12 +26,6 @@ from rag_app.types import Answer
 router = APIRouter(prefix="/api", tags=["chat"])
 
 ChatBody = Annotated[ChatIn, Depends(json_body(ChatIn))]
-
-
-def _answer_out(state: ServiceState, answer: Answer) -> AnswerOut:
-    return AnswerOut(
-        **answer.model_dump(exclude={"sources"}), sources=sources_out(state, answer.sources)
-    )
 
 
 def _not_found(conversation_id: str) -> HTTPException:
@@ -56,10 +50,10 @@ def chat(key: KeyDep, body: ChatBody, state: StateDep) -> ChatOut:
         )
     except ConversationNotFound:
         raise _not_found(body.conversation_id or "") from None
-    fields = turn.answer.model_dump(exclude={"sources"})
-    return ChatOut(
-        **fields,
-        sources=sources_out(state, turn.answer.sources),
+    return answer_out(
+        state,
+        turn.answer,
+        ChatOut,
         conversation_id=turn.conversation_id,
         resolved_question=turn.resolved_question,
         followup=turn.followup,
@@ -101,7 +95,7 @@ def get_conversation(
             TurnOut(
                 question=t.question,
                 resolved_question=t.resolved_question,
-                answer=_answer_out(state, Answer.model_validate(t.answer)),
+                answer=answer_out(state, Answer.model_validate(t.answer), AnswerOut),
                 created_at=t.created_at,
             )
             for t in found.turns

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
+from rag_app.service.routes_query import filenames
 from rag_app.service.schemas_chat import ConversationId
 from rag_app.store.feedback import FeedbackRecord
 
@@ -100,13 +101,9 @@ def add_feedback(key: KeyDep, body: FeedbackBody, state: StateDep) -> FeedbackCr
             422,
             "give conversation_id (a turn of yours), or question and answer",
         )
-    names: dict[str, str] = {}
+    names = filenames(state, (s["doc_id"] for s in what["sources"]), key.tenant)
     for source in what["sources"]:
-        doc_id = source["doc_id"]
-        if doc_id not in names:
-            doc = state.kb.document(doc_id)
-            names[doc_id] = doc.rel_path if doc is not None and doc.tenant == key.tenant else ""
-        source["filename"] = names[doc_id]
+        source["filename"] = names[source["doc_id"]]
     record = FeedbackRecord(
         tenant=key.tenant,
         key_id=key.key_id,

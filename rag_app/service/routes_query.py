@@ -2,26 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Iterable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException
 
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
 from rag_app.service.schemas import AnswerOut, AskIn, RetrieveIn, RetrieveOut, SourceOut
-from rag_app.types import Source
+from rag_app.types import Answer, Source
 
 router = APIRouter(prefix="/api", tags=["query"])
+
+Out = TypeVar("Out", bound=AnswerOut)
+
+
+def filenames(
+    state: ServiceState, doc_ids: Iterable[str], tenant: str | None = None
+) -> dict[str, str]:
+    """Each document's file name ("" when it is gone, or not ``tenant``'s when one is given)."""
+    names: dict[str, str] = {}
+    for doc_id in doc_ids:
+        if doc_id not in names:
+            doc = state.kb.document(doc_id)
+            names[doc_id] = doc.rel_path if doc and tenant in (None, doc.tenant) else ""
+    return names
 
 
 def sources_out(state: ServiceState, sources: list[Source]) -> list[SourceOut]:
     """The sources with their documents' file names."""
-    names: dict[str, str] = {}
-    for s in sources:
-        if s.doc_id not in names:
-            doc = state.kb.document(s.doc_id)
-            names[s.doc_id] = doc.rel_path if doc else ""
+    names = filenames(state, (s.doc_id for s in sources))
     return [SourceOut.of(s, names[s.doc_id]) for s in sources]
+
+
+def answer_out(state: ServiceState, answer: Answer, model: type[Out], **extra: Any) -> Out:
+    """``answer`` as the API serves it (``model``, with ``extra`` fields): its sources with
+    their file names."""
+    fields = answer.model_dump(exclude={"sources"})
+    return model(**fields, sources=sources_out(state, answer.sources), **extra)
 
 
 AskBody = Annotated[AskIn, Depends(json_body(AskIn))]
@@ -34,8 +52,7 @@ def ask(key: KeyDep, body: AskBody, state: StateDep) -> AnswerOut:
     if not body.question.strip():
         raise HTTPException(422, "question is empty")
     answer = state.kb.ask(body.question, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
-    fields = answer.model_dump(exclude={"sources"})
-    return AnswerOut(**fields, sources=sources_out(state, answer.sources))
+    return answer_out(state, answer, AnswerOut)
 
 
 @router.post("/retrieve", response_model=RetrieveOut, openapi_extra=body_schema(RetrieveIn))

@@ -271,20 +271,19 @@ class WorkerPool:
         poll_seconds: float = 0.5,
         express_max_bytes: int | None = None,
     ) -> None:
-        self.workers = [
-            Worker(kb, queue, lease_seconds=lease_seconds, poll_seconds=poll_seconds)
-            for _ in range(max(0, threads))
-        ]
-        if express_max_bytes is not None and self.workers:  # threads=0: `rag worker`s only
-            self.workers.append(
-                Worker(
-                    kb,
-                    queue,
-                    lease_seconds=lease_seconds,
-                    poll_seconds=poll_seconds,
-                    express_max_bytes=express_max_bytes,
-                )
+
+        def worker(express: int | None = None) -> Worker:
+            return Worker(
+                kb,
+                queue,
+                lease_seconds=lease_seconds,
+                poll_seconds=poll_seconds,
+                express_max_bytes=express,
             )
+
+        self.workers = [worker() for _ in range(max(0, threads))]
+        if express_max_bytes is not None and self.workers:  # threads=0: `rag worker`s only
+            self.workers.append(worker(express_max_bytes))
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
