@@ -40,7 +40,7 @@ from rag_app.retrieval.scope import Request, Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
 from rag_app.store.protocols import RetrievalLedger
-from rag_app.synthesis.citations import CitationSynthesizer, Synthesis, build_llm
+from rag_app.synthesis.citations import CitationSynthesizer, Synthesis, TextSink, build_llm
 
 # (tenant, top_k, doc_ids) -> a retriever scoped to them
 RetrieverFactory = Callable[[str, int, Sequence[str] | None], HybridRetriever]
@@ -126,8 +126,9 @@ class AnswerEngine(BaseQueryEngine):
         with stage("neighbors"):
             return self.neighbors.postprocess_nodes(nodes, query_bundle=bundle)
 
-    def answer(self, request: Request) -> AnswerResult:
-        """Evidence, decision and answer for one question within its scope."""
+    def answer(self, request: Request, on_text: TextSink | None = None) -> AnswerResult:
+        """Evidence, decision and answer for one question within its scope (``on_text``: an
+        LLM answer's text as it is written, see CitationSynthesizer.synthesize)."""
         question = request.question
         t0 = time.perf_counter()
         bundle = QueryBundle(question)
@@ -137,7 +138,9 @@ class AnswerEngine(BaseQueryEngine):
             decision = self.gate.decide(question, nodes, query_vector=bundle.embedding)
         t2 = time.perf_counter()
         with stage("synthesis"):
-            synthesis = self.synthesizer.synthesize(question, nodes, decision=decision)
+            synthesis = self.synthesizer.synthesize(
+                question, nodes, decision=decision, on_text=on_text
+            )
         t3 = time.perf_counter()
         timings = {
             "retrieve_ms": (t1 - t0) * 1000,

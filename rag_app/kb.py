@@ -18,6 +18,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.schema import NodeWithScore
 
+from rag_app.analysis.followup_llm import LLMFollowUpRewriter
 from rag_app.chat import ChatService
 from rag_app.config import Settings
 from rag_app.embeddings import load_embedding
@@ -33,6 +34,7 @@ from rag_app.retrieval.stats import TermStatistics
 from rag_app.store import doctor
 from rag_app.store.api_keys import ApiKeyStore
 from rag_app.store.collection_name import collection_for
+from rag_app.store.collections import CollectionStore
 from rag_app.store.conversations import ConversationStore
 from rag_app.store.feedback import FeedbackStore
 from rag_app.store.jobs import JobQueue
@@ -40,6 +42,7 @@ from rag_app.store.ledger import Ledger
 from rag_app.store.retokenize import retokenize_keywords
 from rag_app.store.vectors import VectorStore
 from rag_app.store.writer_lock import WriterLock
+from rag_app.synthesis.citations import TextSink
 from rag_app.text.tokenizer import TOKENS_VERSION, tokenize
 from rag_app.types import Answer, ChunkInfo, DocumentInfo, FileResult, IngestReport, Source
 
@@ -119,8 +122,10 @@ class KnowledgeBase:
                 keep_days=settings.chat_keep_days,
             ),
             self.ask,
+            rewriter=LLMFollowUpRewriter.from_settings(settings),  # None without an LLM
         )
         self.feedback = FeedbackStore(self.ledger.engine)
+        self.collections = CollectionStore(self.ledger.engine)
 
     @classmethod
     def open(
@@ -219,14 +224,23 @@ class KnowledgeBase:
 
     # ----- reading -----------------------------------------------------------------------
     def documents(
-        self, tenant: str | None = "default", *, limit: int | None = None, offset: int = 0
+        self,
+        tenant: str | None = "default",
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        collections: Sequence[str] | None = None,
     ) -> list[DocumentInfo]:
         """Documents of one tenant (``tenant=None``: all tenants), ordered by path; one page of
-        them with ``limit``/``offset``."""
-        return self.ledger.list_documents(tenant, limit=limit, offset=offset)
+        them with ``limit``/``offset``; only those in one of ``collections`` (ids) when given."""
+        return self.ledger.list_documents(
+            tenant, limit=limit, offset=offset, collections=collections
+        )
 
-    def document_count(self, tenant: str | None = "default") -> int:
-        return self.ledger.count_documents(tenant)
+    def document_count(
+        self, tenant: str | None = "default", *, collections: Sequence[str] | None = None
+    ) -> int:
+        return self.ledger.count_documents(tenant, collections=collections)
 
     def document(self, doc_id: str) -> DocumentInfo | None:
         return self.ledger.get_document(doc_id)
@@ -269,7 +283,8 @@ class KnowledgeBase:
             self.ledger.row_keywords.postings.prewarm()
 
     def delete(self, doc_id: str) -> bool:
-        """Delete a document everywhere. Returns False when there was no such document."""
+        """Delete a document everywhere (and from its collections). Returns False when there was
+        no such document."""
         existed = self.ledger.delete_document(doc_id)
         fault_point("delete.after_ledger")
         try:
@@ -277,6 +292,18 @@ class KnowledgeBase:
         except Exception:
             logger.exception("deleting vectors of %s failed; run `rag doctor`", doc_id)
         return existed
+
+    def delete_collection(
+        self, tenant: str, name: str, *, delete_documents: bool = False
+    ) -> tuple[list[str], list[str]]:
+        """Remove a collection. Its documents stay, unless ``delete_documents``: then those in no
+        other collection are deleted everywhere. Returns (documents in no other collection:
+        deleted or kept, documents kept because another collection holds them)."""
+        alone, elsewhere = self.collections.delete(tenant, name)
+        if delete_documents:
+            for doc_id in alone:
+                self.delete(doc_id)
+        return alone, elsewhere
 
     # ----- retrieval and answers (query.py) ----------------------------------------------------
     def retriever(
@@ -295,9 +322,12 @@ class KnowledgeBase:
         top_k: int = 5,
         tenant: str = "default",
         doc_ids: Sequence[str] | None = None,
+        *,
+        collections: Sequence[str] | None = None,
         **overrides: Any,
     ) -> list[NodeWithScore]:
-        return self.query.retrieve_nodes(Request.of(question, tenant, top_k, doc_ids), **overrides)
+        scope = self.collections.scope(tenant, collections, doc_ids)
+        return self.query.retrieve_nodes(Request.of(question, tenant, top_k, scope), **overrides)
 
     def retrieve(
         self,
@@ -305,10 +335,14 @@ class KnowledgeBase:
         top_k: int = 5,
         tenant: str = "default",
         doc_ids: Sequence[str] | None = None,
+        *,
+        collections: Sequence[str] | None = None,
         **overrides: Any,
     ) -> list[Source]:
-        """Hybrid retrieval (dense + BM25, fused) within a tenant; only active chunks."""
-        return self.query.retrieve(Request.of(question, tenant, top_k, doc_ids), **overrides)
+        """Hybrid retrieval (dense + BM25, fused) within a tenant (and ``collections``, by
+        name, or ``doc_ids``); only active chunks."""
+        scope = self.collections.scope(tenant, collections, doc_ids)
+        return self.query.retrieve(Request.of(question, tenant, top_k, scope), **overrides)
 
     @property
     def engine(self) -> AnswerEngine:
@@ -321,10 +355,16 @@ class KnowledgeBase:
         tenant: str = "default",
         top_k: int = 5,
         doc_ids: Sequence[str] | None = None,
+        *,
+        collections: Sequence[str] | None = None,
+        on_text: TextSink | None = None,
     ) -> Answer:
         """Answer with backend citations, or refuse (with the reason and the closest sources)
-        when no unit of the evidence answers the question."""
-        return self.query.ask(Request.of(question, tenant, top_k, doc_ids))
+        when no unit of the evidence answers the question. ``collections`` (names) or
+        ``doc_ids`` narrow what it reads (CollectionNotFound for an unknown name). ``on_text``
+        receives an LLM answer's text as it is written (streaming; the Answer is what counts)."""
+        scope = self.collections.scope(tenant, collections, doc_ids)
+        return self.query.ask(Request.of(question, tenant, top_k, scope), on_text)
 
     # ----- maintenance (store/doctor.py) ------------------------------------------------------
     def doctor(

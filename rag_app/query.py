@@ -19,6 +19,7 @@ from rag_app.retrieval.scope import Request, Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.store.protocols import RetrievalLedger
 from rag_app.store.vectors import VectorStore
+from rag_app.synthesis.citations import TextSink
 from rag_app.types import REFUSAL, Answer, Source
 
 
@@ -123,10 +124,11 @@ class QueryService:
                     )
         return self._engine
 
-    def ask(self, request: Request) -> Answer:
+    def ask(self, request: Request, on_text: TextSink | None = None) -> Answer:
         """Answer with backend citations, or refuse (with the reason and the closest sources)
-        when no unit of the evidence answers the question."""
-        return answer_of(self.engine.answer(request))
+        when no unit of the evidence answers the question (``on_text``: an LLM answer's text
+        as it is written)."""
+        return answer_of(self.engine.answer(request, on_text))
 
 
 def answer_of(result: AnswerResult) -> Answer:

@@ -52,3 +52,19 @@ def sample_kb(tmp_path_factory: pytest.TempPathFactory, embed_model) -> Iterator
     assert report.failed == 0, [f.reason for f in report.files if f.status == "FAILED"]
     yield base
     base.close()
+
+
+@pytest.fixture
+def kb_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embed_model) -> Path:  # type: ignore[no-untyped-def]
+    """A KB directory for the CLI's commands, whose knowledge bases share the loaded model."""
+    # share the session's loaded model with the CLI's knowledge bases
+    from rag_app import kb as kb_module
+
+    original = kb_module.KnowledgeBase.open.__func__
+
+    def open_with_model(cls, path=None, settings=None, **kw):
+        kw.setdefault("embed_model", embed_model)
+        return original(cls, path, settings, **kw)
+
+    monkeypatch.setattr(kb_module.KnowledgeBase, "open", classmethod(open_with_model))
+    return tmp_path / "kb"

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from rag_app.cli import app
@@ -19,21 +17,6 @@ DOC = """# 报销制度
 
 报销申请须在出差结束后三十日内提交，逾期不予受理。
 """
-
-
-@pytest.fixture
-def kb_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embed_model) -> Path:
-    # share the session's loaded model with the CLI's knowledge bases
-    from rag_app import kb as kb_module
-
-    original = kb_module.KnowledgeBase.open.__func__
-
-    def open_with_model(cls, path=None, settings=None, **kw):
-        kw.setdefault("embed_model", embed_model)
-        return original(cls, path, settings, **kw)
-
-    monkeypatch.setattr(kb_module.KnowledgeBase, "open", classmethod(open_with_model))
-    return tmp_path / "kb"
 
 
 def run(*args: str):

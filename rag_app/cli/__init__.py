@@ -1,11 +1,12 @@
-"""The ``rag`` command line: ingest, retrieve, ask, chat, docs, chunks, delete, doctor, migrate, keys,
-serve, worker, eval.
+"""The ``rag`` command line: ingest, retrieve, ask, chat, docs, chunks, delete, doctor, migrate,
+collections, keys, serve, worker, eval.
 
 Every command takes ``--kb DIR`` (default ``$RAG_KB_DIR`` or ``./.rag``) and ``--json`` for
 machine-readable output on stdout (progress and messages go to stderr). The commands live by
-group in ``documents.py`` (fill, list, maintain), ``query.py`` (retrieve, ask), ``chat.py`` (chat), ``service.py``
-(keys, serve, worker) and ``evaluate.py`` (eval); ``common.py`` holds what they share
-(``open_kb``). This module builds the Typer app, in the order ``rag --help`` lists them.
+group in ``documents.py`` (fill, list, maintain), ``query.py`` (retrieve, ask), ``chat.py``
+(chat), ``collections.py`` (collections), ``service.py`` (keys, serve, worker) and
+``evaluate.py`` (eval); ``common.py`` holds what they share (``open_kb``). This module builds the
+Typer app, in the order ``rag --help`` lists them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Annotated
 import typer
 
 from rag_app.cli.chat import chat, feedback_app
+from rag_app.cli.collections import collections_app
 from rag_app.cli.common import reflow_help, set_process_env_defaults, setup_logging
 from rag_app.cli.documents import chunks, delete, docs, doctor, ingest, migrate
 from rag_app.cli.evaluate import eval_cmd
@@ -40,6 +42,7 @@ def main(
 
 for _command in (ingest, retrieve, ask, chat, docs, chunks, delete, doctor, migrate):
     app.command()(_command)
+app.add_typer(collections_app, name="collections")
 app.add_typer(keys_app, name="keys")
 app.add_typer(feedback_app, name="feedback")
 app.command()(serve)

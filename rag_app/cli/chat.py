@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from rag_app.cli.common import (
+    CollectionOpt,
     JsonOpt,
     KbOpt,
     TenantOpt,
+    check_collections,
     emit_json,
     err,
     filename,
@@ -30,6 +32,7 @@ def chat(
     kb: KbOpt = None,
     tenant: TenantOpt = "default",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50)] = 5,
+    collection: CollectionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Ask questions in a conversation: a follow-up takes what it lacks from the previous
@@ -50,6 +53,7 @@ def chat(
     interactive = sys.stdin.isatty()
     with open_kb(kb, read_only=True) as base:
         warn_if_empty(base, tenant)
+        check_collections(base, tenant, collection)
         score_name = answer_score_name(base.settings)
         if interactive and not as_json:
             err.print(f"[dim]{HELP}[/dim]")
@@ -74,7 +78,7 @@ def chat(
                 err.print(f"[yellow]unknown command {text}[/yellow] ({HELP})")
                 continue
             followup = resolver.resolve(text, previous)
-            answer = base.ask(followup.resolved, tenant=tenant, top_k=top_k)
+            answer = base.ask(followup.resolved, tenant=tenant, top_k=top_k, collections=collection)
             rows = sources_json(answer.sources, lambda doc_id: filename(base, doc_id))
             previous, last = followup.resolved, (answer, rows)
             if as_json:

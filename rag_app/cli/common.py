@@ -45,6 +45,28 @@ KbOpt = Annotated[
 ]
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant (scope) of the documents.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")]
+CollectionOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--collection",
+        "-c",
+        help="Only the documents of this collection (repeat for several; see `rag collections`).",
+    ),
+]
+
+
+def check_collections(base: KnowledgeBase, tenant: str, names: list[str] | None) -> None:
+    """Exit 2 with a clear message when a named collection does not exist in the tenant."""
+    from rag_app.store.collections import CollectionNotFound
+
+    try:
+        base.collections.ids(tenant, names or [])
+    except CollectionNotFound as exc:
+        err.print(
+            f"[red]error:[/red] {exc} in tenant {tenant!r} (see `rag collections list`)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2) from exc
 
 
 # a docstring line that stays on its own: a list item or an indented example

@@ -14,6 +14,7 @@ from rag_app.cli.common import (
     JsonOpt,
     KbOpt,
     TenantOpt,
+    check_collections,
     emit_json,
     err,
     kb_settings,
@@ -31,12 +32,21 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files and folders (recursive).")],
     kb: KbOpt = None,
     tenant: TenantOpt = "default",
+    collection: Annotated[
+        str | None,
+        typer.Option(
+            "--collection",
+            "-c",
+            help="Put the files into this collection (create it first: rag collections create).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Parse, chunk, embed and store documents (.md .txt .pdf .docx .html .xlsx .xls .csv .pptx).
 
     Unchanged files are skipped (content hash); a changed file replaces its old chunks.
-    Exit code 1 when any file failed (the others are still ingested).
+    Exit code 1 when any file failed (the others are still ingested). With --collection, every
+    file given (new, unchanged or failed, as an upload) is put into it.
     """
     from rag_app.embeddings import EmbeddingLoadError
 
@@ -56,12 +66,17 @@ def ingest(
         progress.update(task, completed=done, total=total, description=Path(result.path).name)
 
     with open_kb(kb) as base:
+        check_collections(base, tenant, [collection] if collection else None)
         try:
             with progress:
                 report = base.ingest(paths, tenant=tenant, progress=on_file)
         except EmbeddingLoadError as exc:
             err.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from exc
+        if collection:
+            # as an upload into it: a file that failed is listed there with its reason
+            placed = [f.doc_id for f in report.files if f.doc_id]
+            base.collections.add_documents(tenant, collection, placed)
     if as_json:
         emit_json(report.model_dump())
     else:
@@ -95,6 +110,9 @@ def docs(
     kb: KbOpt = None,
     tenant: TenantOpt = "default",
     all_tenants: Annotated[bool, typer.Option("--all-tenants", help="List every tenant.")] = False,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="Only this collection's documents.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List documents with their status, version and chunk count.
@@ -103,7 +121,11 @@ def docs(
     `rag chunks` and `rag delete` accept; --json has the full ids.
     """
     with open_kb(kb, read_only=True) as base:
-        items = base.documents(tenant=None if all_tenants else tenant)
+        within = None
+        if collection:
+            check_collections(base, tenant, [collection])
+            within = base.collections.ids(tenant, [collection])
+        items = base.documents(tenant=None if all_tenants else tenant, collections=within)
         # unique among every tenant's documents: what `rag chunks` / `rag delete` resolve
         every = items if all_tenants else base.documents(tenant=None)
     if as_json:

@@ -11,9 +11,11 @@ import typer
 from rich.markup import escape
 
 from rag_app.cli.common import (
+    CollectionOpt,
     JsonOpt,
     KbOpt,
     TenantOpt,
+    check_collections,
     emit_json,
     err,
     filename,
@@ -39,6 +41,7 @@ def retrieve(
     kb: KbOpt = None,
     tenant: TenantOpt = "default",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 5,
+    collection: CollectionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show the chunks that best match a question, with their sources and spans.
@@ -48,8 +51,9 @@ def retrieve(
     """
     with open_kb(kb, read_only=True) as base:
         warn_if_empty(base, tenant)
+        check_collections(base, tenant, collection)
         try:
-            hits = base.retrieve(question, top_k=top_k, tenant=tenant)
+            hits = base.retrieve(question, top_k=top_k, tenant=tenant, collections=collection)
             rows = sources_json(hits, lambda doc_id: filename(base, doc_id))
         except ValueError as exc:
             err.print(f"[red]error:[/red] {exc}")
@@ -78,6 +82,7 @@ def ask(
     kb: KbOpt = None,
     tenant: TenantOpt = "default",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=50)] = 5,
+    collection: CollectionOpt = None,
     questions: Annotated[
         Path | None,
         typer.Option(
@@ -114,10 +119,11 @@ def ask(
     asked = [question] if question is not None else _read_questions(questions)
     with open_kb(kb, read_only=True) as base:
         warn_if_empty(base, tenant)
+        check_collections(base, tenant, collection)
         score_name = answer_score_name(base.settings)
         for i, text in enumerate(asked):
             try:
-                answer = base.ask(text, tenant=tenant, top_k=top_k)
+                answer = base.ask(text, tenant=tenant, top_k=top_k, collections=collection)
                 rows = sources_json(answer.sources, lambda doc_id: filename(base, doc_id))
             except ValueError as exc:
                 err.print(f"[red]error:[/red] {exc}")

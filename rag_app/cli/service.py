@@ -39,23 +39,41 @@ def keys_create(
         str, typer.Option("--role", "-r", help="reader (ask, read) or editor (also upload/delete).")
     ] = "reader",
     name: Annotated[str, typer.Option("--name", help="A label, e.g. who uses the key.")] = "",
+    collections: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--collection",
+            "-c",
+            help="Limit the key to this collection of its tenant (repeat for several): it then "
+            "lists, reads, asks and uploads only there.",
+        ),
+    ] = None,
     kb: KbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create an API key and print it once (only its hash is stored)."""
     from rag_app.service.auth import Role, create_key
+    from rag_app.store.collections import CollectionNotFound
 
     if role not in {r.value for r in Role}:
         err.print(f"[red]error:[/red] --role must be reader or editor, not {role!r}")
         raise typer.Exit(2)
     with open_ledger(kb) as ledger:
         try:
-            key = create_key(ledger, tenant, role, name)
-        except ValueError as exc:
+            key = create_key(ledger, tenant, role, name, collections=collections)
+        except (ValueError, CollectionNotFound) as exc:
             err.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2) from exc
     if as_json:
-        emit_json({"key": key, "tenant": tenant, "role": role, "key_id": key.split("_")[1]})
+        emit_json(
+            {
+                "key": key,
+                "tenant": tenant,
+                "role": role,
+                "key_id": key.split("_")[1],
+                "collections": collections or None,
+            }
+        )
     else:
         err.print(f"created {role} key for tenant '{tenant}' (shown once; store it safely):")
         out.print(key)
@@ -75,15 +93,17 @@ def keys_list(kb: KbOpt = None, as_json: JsonOpt = False) -> None:
             "role": k.role.value,
             "name": k.name,
             "revoked": k.revoked,
+            "limited": k.collections is not None,
         }
         for k in keys
     ]
     if as_json:
         emit_json(rows)
         return
-    table = Table("key id", "tenant", "role", "name", "revoked")
+    table = Table("key id", "tenant", "role", "name", "revoked", "collections")
     for k in keys:
-        table.add_row(k.key_id, k.tenant, k.role.value, k.name, "yes" if k.revoked else "")
+        limited = f"{len(k.collections)} only" if k.collections is not None else "all"
+        table.add_row(k.key_id, k.tenant, k.role.value, k.name, "yes" if k.revoked else "", limited)
     out.print(table)
 
 

@@ -20,7 +20,13 @@ from fastapi_offline import FastAPIOffline
 from rag_app import __version__
 from rag_app.config import Settings
 from rag_app.kb import KnowledgeBase
-from rag_app.service import routes_chat, routes_documents, routes_feedback, routes_query
+from rag_app.service import (
+    routes_chat,
+    routes_collections,
+    routes_documents,
+    routes_feedback,
+    routes_query,
+)
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.errors import install_error_handlers
 from rag_app.service.headers import SecurityHeaders
@@ -53,9 +59,12 @@ def health(state: StateDep) -> Health:
 
 
 @system.get("/me", response_model=Me)
-def me(key: KeyDep) -> Me:
-    """The tenant and role of the API key you sent."""
-    return Me(tenant=key.tenant, role=key.role.value, key_id=key.key_id)
+def me(key: KeyDep, state: StateDep) -> Me:
+    """The tenant and role of the API key you sent (and the collections it is limited to)."""
+    limited = None
+    if key.collections is not None:
+        limited = state.kb.collections.names(key.tenant, key.collections)
+    return Me(tenant=key.tenant, role=key.role.value, key_id=key.key_id, collections=limited)
 
 
 def _threads(pool: WorkerPool) -> WorkersHealth:
@@ -144,6 +153,7 @@ def create_app(
     app.include_router(routes_query.router)
     app.include_router(routes_chat.router)
     app.include_router(routes_feedback.router)
+    app.include_router(routes_collections.router)
     if (WEB_DIR / "index.html").is_file():
         app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
     return app

@@ -9,10 +9,12 @@ import hashlib
 import re
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from rag_app.store.api_keys import ApiKeyStore
+from rag_app.store.collections import CollectionStore
 from rag_app.store.ledger import Ledger
 
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -31,6 +33,8 @@ class KeyInfo:
     name: str
     created_at: float
     revoked: bool = False
+    # the collection ids the key is limited to (store/collections.py); None: its whole tenant
+    collections: tuple[str, ...] | None = None
 
     @property
     def can_edit(self) -> bool:
@@ -41,13 +45,24 @@ def _hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def create_key(ledger: Ledger, tenant: str, role: str | Role, name: str = "") -> str:
-    """Create a key and return it in plain text (shown once; only its hash is stored)."""
+def create_key(
+    ledger: Ledger,
+    tenant: str,
+    role: str | Role,
+    name: str = "",
+    collections: Sequence[str] | None = None,
+) -> str:
+    """Create a key and return it in plain text (shown once; only its hash is stored).
+    ``collections``: limit it to these collections of the tenant (names; CollectionNotFound
+    when one does not exist)."""
     if not _TENANT.match(tenant):
         raise ValueError(
             f"invalid tenant {tenant!r}: use letters, digits, '.', '_' or '-' (max 128)"
         )
     role = Role(role)
+    store = CollectionStore(ledger.engine)
+    if collections:
+        store.ids(tenant, collections)  # every one exists, before the key is made
     key_id = secrets.token_hex(4)
     key = f"rk_{key_id}_{secrets.token_urlsafe(24)}"
     ledger.api_keys.add(
@@ -58,6 +73,8 @@ def create_key(ledger: Ledger, tenant: str, role: str | Role, name: str = "") ->
         name=name,
         created_at=time.time(),
     )
+    if collections:
+        store.limit_key(key_id, tenant, collections)
     return key
 
 
@@ -74,6 +91,7 @@ def verify_key(keys: ApiKeyStore, key: str) -> KeyInfo | None:
 
 def list_keys(ledger: Ledger) -> list[KeyInfo]:
     rows = ledger.api_keys.all()
+    store = CollectionStore(ledger.engine)
     return [
         KeyInfo(
             r["key_id"],
@@ -82,6 +100,7 @@ def list_keys(ledger: Ledger) -> list[KeyInfo]:
             r["name"],
             r["created_at"],
             revoked=r["revoked_at"] is not None,
+            collections=store.key_limit(r["key_id"]),
         )
         for r in rows
     ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -47,7 +47,7 @@ def get_key(request: Request, state: Annotated[ServiceState, Depends(get_state)]
             "invalid or revoked API key",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return info
+    return replace(info, collections=state.kb.collections.key_limit(info.key_id))
 
 
 def require_editor(key: Annotated[KeyInfo, Depends(get_key)]) -> KeyInfo:

@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, status
+from fastapi.responses import StreamingResponse
 
 from rag_app.chat import ConversationNotFound
 from rag_app.service.deps import KeyDep, StateDep
 from rag_app.service.json_body import body_schema, json_body
-from rag_app.service.routes_query import answer_out
+from rag_app.service.routes_collections import as_names, scope_for
+from rag_app.service.routes_query import STREAMED, answer_out
 from rag_app.service.schemas import AnswerOut
 from rag_app.service.schemas_chat import (
     ChatIn,
@@ -21,6 +23,8 @@ from rag_app.service.schemas_chat import (
     ConversationSummary,
     TurnOut,
 )
+from rag_app.service.streaming import AnswerStream
+from rag_app.synthesis.citations import TextSink
 from rag_app.types import Answer
 
 router = APIRouter(prefix="/api", tags=["chat"])
@@ -32,32 +36,49 @@ def _not_found(conversation_id: str) -> HTTPException:
     return HTTPException(status.HTTP_404_NOT_FOUND, f"no conversation {conversation_id}")
 
 
-@router.post("/chat", response_model=ChatOut, openapi_extra=body_schema(ChatIn))
-def chat(key: KeyDep, body: ChatBody, state: StateDep) -> ChatOut:
+@router.post("/chat", response_model=ChatOut, openapi_extra=body_schema(ChatIn), responses=STREAMED)
+def chat(key: KeyDep, body: ChatBody, state: StateDep) -> ChatOut | StreamingResponse:
     """Ask within a conversation: a follow-up (那SKU-1024呢？, 犹豫期呢？, 它的保费呢？) takes what
     it lacks from the previous turn; the answer is /api/ask's, with ``conversation_id`` and the
-    ``resolved_question``. Omit ``conversation_id`` to start a conversation."""
+    ``resolved_question``. Omit ``conversation_id`` to start a conversation. With
+    ``stream: true``, server-sent events as for /api/ask."""
     if not body.question.strip():
         raise HTTPException(422, "question is empty")
-    try:
-        turn = state.kb.chat.turn(
-            body.question,
-            tenant=key.tenant,
-            key_id=key.key_id,
-            conversation_id=body.conversation_id,
-            top_k=body.top_k,
-            doc_ids=body.doc_ids,
+    stored: list[str] = []  # a conversation stays in the collections it was started in
+    if body.conversation_id is not None:
+        found = state.kb.chat.store.collections_of(key.tenant, key.key_id, body.conversation_id)
+        if found is None:
+            raise _not_found(body.conversation_id)
+        stored = found
+    names = as_names(body.collection)
+    scope = scope_for(state, key, names, body.doc_ids, ids=[] if names else stored)
+    chosen = state.kb.collections.ids(key.tenant, names) if names else stored
+
+    def produce(on_text: TextSink | None = None) -> ChatOut:
+        try:
+            turn = state.kb.chat.turn(
+                body.question,
+                tenant=key.tenant,
+                key_id=key.key_id,
+                conversation_id=body.conversation_id,
+                top_k=body.top_k,
+                doc_ids=scope,
+                on_text=on_text,
+                collections=chosen,
+            )
+        except ConversationNotFound:
+            raise _not_found(body.conversation_id or "") from None
+        return answer_out(
+            state,
+            turn.answer,
+            ChatOut,
+            conversation_id=turn.conversation_id,
+            resolved_question=turn.resolved_question,
+            followup=turn.followup,
+            collections=state.kb.collections.names(key.tenant, chosen),
         )
-    except ConversationNotFound:
-        raise _not_found(body.conversation_id or "") from None
-    return answer_out(
-        state,
-        turn.answer,
-        ChatOut,
-        conversation_id=turn.conversation_id,
-        resolved_question=turn.resolved_question,
-        followup=turn.followup,
-    )
+
+    return AnswerStream(produce).response() if body.stream else produce()
 
 
 @router.get("/conversations", response_model=ConversationList)
@@ -91,6 +112,7 @@ def get_conversation(
         title=found.title,
         created_at=found.created_at,
         updated_at=found.updated_at,
+        collections=state.kb.collections.names(key.tenant, found.collections),
         turns=[
             TurnOut(
                 question=t.question,

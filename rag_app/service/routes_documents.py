@@ -14,7 +14,9 @@ from fastapi.responses import JSONResponse
 
 from rag_app.faults import fault_point
 from rag_app.kb import make_doc_id
+from rag_app.service.auth import KeyInfo
 from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
+from rag_app.service.routes_collections import scope_for, usable
 from rag_app.service.schemas import (
     Accepted,
     ChunkList,
@@ -46,16 +48,35 @@ _UPLOAD_BODY = {
 }
 
 
-def _own_document(state: ServiceState, tenant: str, doc_id: str) -> DocumentInfo:
-    """The document, if it belongs to ``tenant``; another tenant's document is a plain 404."""
+def _own_document(state: ServiceState, key: KeyInfo, doc_id: str) -> DocumentInfo:
+    """The document, if it belongs to the key's tenant (and, for a key limited to some
+    collections, is in one of them); another's document is a plain 404."""
     doc = state.kb.document(doc_id)
-    if doc is None or doc.tenant != tenant:
+    if doc is None or doc.tenant != key.tenant or scope_for(state, key, None, [doc_id]) == ():
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {doc_id}")
     return doc
 
 
 def _out(state: ServiceState, doc: DocumentInfo) -> DocumentOut:
-    return DocumentOut.of(doc, state.queue.latest_for([doc.doc_id]).get(doc.doc_id))
+    out = DocumentOut.of(doc, state.queue.latest_for([doc.doc_id]).get(doc.doc_id))
+    out.collections = state.kb.collections.names_of([doc.doc_id]).get(doc.doc_id, [])
+    return out
+
+
+def _upload_collection(state: ServiceState, key: KeyInfo, name: str | None) -> str | None:
+    """The collection an upload goes into: the one named (404 / 403), a limited key's only
+    collection when none is named, else none (422 for a limited key with several)."""
+    if name:
+        return usable(state, key, name).name
+    if key.collections is None:
+        return None
+    mine = state.kb.collections.all(key.tenant, only=key.collections)
+    if len(mine) == 1:
+        return mine[0].name
+    raise HTTPException(
+        422,
+        "this key is limited to several collections: name one with ?collection=",
+    )
 
 
 def _store(upload_dir: Path, doc_id: str, digest: str, name: str, data: bytes) -> Path:
@@ -78,12 +99,19 @@ def _store(upload_dir: Path, doc_id: str, digest: str, name: str, data: bytes) -
     "", status_code=status.HTTP_202_ACCEPTED, response_model=Accepted, openapi_extra=_UPLOAD_BODY
 )
 async def upload_document(
-    request: Request, key: EditorDep, state: StateDep
+    request: Request,
+    key: EditorDep,
+    state: StateDep,
+    collection: Annotated[
+        str | None, Query(max_length=64, description="Put the document into this collection.")
+    ] = None,
 ) -> Accepted | JSONResponse:
     """Upload a file (multipart field ``file``); ingestion runs in the background (202).
 
-    The key is checked (401/403) and a declared Content-Length over RAG_UPLOAD_MAX_MB refused
-    (413) before the body is read; without one, reading stops at the limit (413)."""
+    The key and the collection are checked (401/403/404) and a declared Content-Length over
+    RAG_UPLOAD_MAX_MB refused (413) before the body is read; without one, reading stops at the
+    limit (413)."""
+    into = _upload_collection(state, key, collection)
     limit = state.settings.upload_max_bytes
     try:
         check_declared_length(request.headers.get("content-length"), limit)
@@ -102,9 +130,11 @@ async def upload_document(
         key.tenant, digest
     )
     if duplicate:
+        detail = "the same content was already uploaded"
+        if into:
+            detail += f"; put it into the collection with POST /api/collections/{into}/documents"
         return JSONResponse(
-            {"detail": "the same content was already uploaded", "doc_id": duplicate},
-            status_code=status.HTTP_409_CONFLICT,
+            {"detail": detail, "doc_id": duplicate}, status_code=status.HTTP_409_CONFLICT
         )
     doc_id = make_doc_id(key.tenant, name)
     path = _store(state.upload_dir, doc_id, digest, name, data)
@@ -117,8 +147,10 @@ async def upload_document(
         content_hash=digest,
         document=PendingDocument(doc_type=doc_type, size=len(data)),
     )
+    if into:
+        state.kb.collections.add_documents(key.tenant, into, [doc_id])
     state.wake_workers()
-    return Accepted(doc_id=doc_id, filename=name, job_id=job.job_id)
+    return Accepted(doc_id=doc_id, filename=name, job_id=job.job_id, collection=into)
 
 
 MAX_PAGE = 1000
@@ -133,13 +165,19 @@ def list_documents(
     offset: Annotated[
         int, Query(ge=0, le=MAX_OFFSET, description="documents to skip (ordered by path)")
     ] = 0,
+    collection: Annotated[
+        str | None, Query(max_length=64, description="Only the documents of this collection.")
+    ] = None,
 ) -> DocumentList:
-    """The tenant's documents by path, a page at a time (``total`` counts them all)."""
-    docs = state.kb.documents(key.tenant, limit=limit, offset=offset)
+    """The tenant's documents by path, a page at a time (``total`` counts them all); a key
+    limited to some collections sees theirs."""
+    within = [usable(state, key, collection).collection_id] if collection else key.collections
+    docs = state.kb.documents(key.tenant, limit=limit, offset=offset, collections=within)
     latest = state.queue.latest_for([d.doc_id for d in docs])
+    names = state.kb.collections.names_of([d.doc_id for d in docs])
     return DocumentList(
-        documents=[DocumentOut.of(d, latest.get(d.doc_id)) for d in docs],
-        total=state.kb.document_count(key.tenant),
+        documents=[DocumentOut.of(d, latest.get(d.doc_id), names.get(d.doc_id, [])) for d in docs],
+        total=state.kb.document_count(key.tenant, collections=within),
         limit=limit,
         offset=offset,
     )
@@ -147,19 +185,19 @@ def list_documents(
 
 @router.get("/{doc_id}", response_model=DocumentOut)
 def get_document(doc_id: str, key: KeyDep, state: StateDep) -> DocumentOut:
-    return _out(state, _own_document(state, key.tenant, doc_id))
+    return _out(state, _own_document(state, key, doc_id))
 
 
 @router.get("/{doc_id}/chunks", response_model=ChunkList)
 def get_chunks(doc_id: str, key: KeyDep, state: StateDep) -> ChunkList:
-    doc = _own_document(state, key.tenant, doc_id)
+    doc = _own_document(state, key, doc_id)
     return ChunkList(doc_id=doc_id, version=doc.version, chunks=state.kb.chunks(doc_id))
 
 
 @router.post("/{doc_id}/reparse", status_code=status.HTTP_202_ACCEPTED, response_model=Accepted)
 def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
     """Parse, chunk and embed the stored file again as a new version (old one served meanwhile)."""
-    doc = _own_document(state, key.tenant, doc_id)
+    doc = _own_document(state, key, doc_id)
     if not Path(doc.source).is_file():
         raise HTTPException(
             status.HTTP_409_CONFLICT, "the document's stored file is gone; upload it again"
@@ -180,7 +218,7 @@ def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
 @router.delete("/{doc_id}", response_model=Deleted)
 def delete_document(doc_id: str, key: EditorDep, state: StateDep) -> Deleted:
     """Delete the document from the ledger, the keyword index and the vector index."""
-    _own_document(state, key.tenant, doc_id)
+    _own_document(state, key, doc_id)
     state.queue.cancel_for_document(doc_id)
     state.kb.delete(doc_id)
     fault_point("delete.after_stores")

@@ -10,7 +10,9 @@ from pydantic import BaseModel, Field
 
 from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
+from rag_app.service.routes_collections import scope_for, usable
 from rag_app.service.routes_query import filenames
+from rag_app.service.schemas import CollectionScope
 from rag_app.service.schemas_chat import ConversationId
 from rag_app.store.feedback import FeedbackRecord
 
@@ -34,6 +36,9 @@ class FeedbackIn(BaseModel):
     answer: str | None = Field(None, max_length=20000)
     sources: list[SourceRef] = Field(default_factory=list, max_length=50)
     confidence: float | None = Field(None, ge=0, le=1)
+    collection: CollectionScope | None = Field(
+        None, description="The collection(s) the question was asked in, if any."
+    )
 
 
 class FeedbackCreated(BaseModel):
@@ -45,6 +50,10 @@ class FeedbackList(BaseModel):
 
 
 FeedbackBody = Annotated[FeedbackIn, Depends(json_body(FeedbackIn))]
+
+
+def _names(collection: str | list[str] | None) -> list[str]:
+    return [collection] if isinstance(collection, str) else list(collection or [])
 
 
 def _settings(state: ServiceState) -> dict[str, Any]:
@@ -109,7 +118,7 @@ def add_feedback(key: KeyDep, body: FeedbackBody, state: StateDep) -> FeedbackCr
         key_id=key.key_id,
         rating=body.rating,
         comment=body.comment,
-        settings=_settings(state),
+        settings={**_settings(state), "collections": _names(body.collection)},
         conversation_id=body.conversation_id,
         **what,
     )
@@ -122,6 +131,30 @@ def list_feedback(
     state: StateDep,
     rating: Literal["up", "down"] | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    collection: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="Only feedback on questions asked in this collection or citing one of "
+            "its documents.",
+        ),
+    ] = None,
 ) -> FeedbackList:
-    """Your tenant's feedback, the latest first (``rating=down``: the answers to fix)."""
-    return FeedbackList(feedback=state.kb.feedback.list(key.tenant, rating=rating, limit=limit))
+    """Your tenant's feedback, the latest first (``rating=down``: the answers to fix); a key
+    limited to some collections sees the feedback of those."""
+    if collection is None and key.collections is None:
+        return FeedbackList(feedback=state.kb.feedback.list(key.tenant, rating=rating, limit=limit))
+    chosen = [usable(state, key, collection)] if collection else None
+    names = (
+        {c.name for c in chosen}
+        if chosen
+        else {c.name for c in state.kb.collections.all(key.tenant, only=key.collections)}
+    )
+    members = set(scope_for(state, key, collection) or ())
+    found = [
+        record
+        for record in state.kb.feedback.list(key.tenant, rating=rating, limit=10 * limit)
+        if names & set(record.settings.get("collections") or [])
+        or members & {str(s.get("doc_id", "")) for s in record.sources}
+    ]
+    return FeedbackList(feedback=found[:limit])

@@ -6,10 +6,14 @@ from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException
+from fastapi.responses import StreamingResponse
 
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
+from rag_app.service.routes_collections import scope_for
 from rag_app.service.schemas import AnswerOut, AskIn, RetrieveIn, RetrieveOut, SourceOut
+from rag_app.service.streaming import AnswerStream
+from rag_app.synthesis.citations import TextSink
 from rag_app.types import Answer, Source
 
 router = APIRouter(prefix="/api", tags=["query"])
@@ -46,13 +50,26 @@ AskBody = Annotated[AskIn, Depends(json_body(AskIn))]
 RetrieveBody = Annotated[RetrieveIn, Depends(json_body(RetrieveIn))]
 
 
-@router.post("/ask", response_model=AnswerOut, openapi_extra=body_schema(AskIn))
-def ask(key: KeyDep, body: AskBody, state: StateDep) -> AnswerOut:
-    """Answer from the tenant's documents with citations, or refuse ("当前知识库中未找到足够依据。")."""
+STREAMED: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/event-stream": {}}, "description": "With stream: true."}
+}
+
+
+@router.post("/ask", response_model=AnswerOut, openapi_extra=body_schema(AskIn), responses=STREAMED)
+def ask(key: KeyDep, body: AskBody, state: StateDep) -> AnswerOut | StreamingResponse:
+    """Answer from the tenant's documents with citations, or refuse ("当前知识库中未找到足够依据。").
+    With ``stream: true``, server-sent events: the text as it is written, then the answer."""
     if not body.question.strip():
         raise HTTPException(422, "question is empty")
-    answer = state.kb.ask(body.question, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
-    return answer_out(state, answer, AnswerOut)
+    scope = scope_for(state, key, body.collection, body.doc_ids)
+
+    def produce(on_text: TextSink | None = None) -> AnswerOut:
+        answer = state.kb.ask(
+            body.question, tenant=key.tenant, top_k=body.top_k, doc_ids=scope, on_text=on_text
+        )
+        return answer_out(state, answer, AnswerOut)
+
+    return AnswerStream(produce).response() if body.stream else produce()
 
 
 @router.post("/retrieve", response_model=RetrieveOut, openapi_extra=body_schema(RetrieveIn))
@@ -60,5 +77,6 @@ def retrieve(key: KeyDep, body: RetrieveBody, state: StateDep) -> RetrieveOut:
     """Hybrid retrieval (vector + BM25, fused and reranked) without answering."""
     if not body.query.strip():
         raise HTTPException(422, "query is empty")
-    found = state.kb.retrieve(body.query, tenant=key.tenant, top_k=body.top_k, doc_ids=body.doc_ids)
+    scope = scope_for(state, key, body.collection, body.doc_ids)
+    found = state.kb.retrieve(body.query, tenant=key.tenant, top_k=body.top_k, doc_ids=scope)
     return RetrieveOut(sources=sources_out(state, found))

@@ -42,9 +42,12 @@ class DocumentOut(BaseModel):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     job: JobOut | None = None
+    collections: list[str] = Field(default_factory=list, description="Collections it is in.")
 
     @classmethod
-    def of(cls, doc: DocumentInfo, job: Job | None) -> DocumentOut:
+    def of(
+        cls, doc: DocumentInfo, job: Job | None, collections: list[str] | None = None
+    ) -> DocumentOut:
         return cls(
             doc_id=doc.doc_id,
             filename=doc.rel_path,
@@ -58,6 +61,7 @@ class DocumentOut(BaseModel):
             created_at=doc.created_at,
             updated_at=doc.updated_at,
             job=JobOut.of(job) if job else None,
+            collections=collections or [],
         )
 
 
@@ -73,6 +77,7 @@ class Accepted(BaseModel):
     filename: str
     status: str = "PENDING"
     job_id: int
+    collection: str | None = Field(None, description="The collection it was put into.")
 
 
 class Deleted(BaseModel):
@@ -116,6 +121,12 @@ class SourceOut(BaseModel):
 
 MAX_DOC_IDS = 4096  # a scope is bound into SQL; SQLite allows 32,766 variables per statement
 DocId = Annotated[str, StringConstraints(max_length=128)]
+CollectionName = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+CollectionScope = CollectionName | Annotated[list[CollectionName], Field(max_length=64)]
+COLLECTION_HELP = (
+    "Only the documents of this collection (a name) or these collections (a list); a key "
+    "limited to some collections reads only those."
+)
 
 
 class AskIn(BaseModel):
@@ -125,6 +136,13 @@ class AskIn(BaseModel):
         None,
         max_length=MAX_DOC_IDS,
         description=f"Only these documents (of your tenant), at most {MAX_DOC_IDS}.",
+    )
+    collection: CollectionScope | None = Field(None, description=COLLECTION_HELP)
+    stream: bool = Field(
+        False,
+        strict=True,
+        description="Server-sent events (text/event-stream): `delta` {text} as the answer is "
+        "written, then `answer` (this response's fields), then `end`; see docs/api.md.",
     )
 
 
@@ -136,6 +154,7 @@ class RetrieveIn(BaseModel):
         max_length=MAX_DOC_IDS,
         description=f"Only these documents (of your tenant), at most {MAX_DOC_IDS}.",
     )
+    collection: CollectionScope | None = Field(None, description=COLLECTION_HELP)
 
 
 class AnswerOut(AnswerFields):
@@ -155,6 +174,9 @@ class Me(BaseModel):
     tenant: str
     role: str
     key_id: str
+    collections: list[str] | None = Field(
+        None, description="The collections the key is limited to; null: its whole tenant."
+    )
 
 
 class WorkerExit(BaseModel):

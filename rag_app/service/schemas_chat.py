@@ -27,7 +27,15 @@ class ChatOut(AnswerOut):
         description="The question as asked of the knowledge base: a follow-up completed from "
         "the previous turn (那SKU-1024呢？ → SKU-1024的库存是多少？), else as written."
     )
-    followup: str = Field(description="standalone | ellipsis | pronoun")
+    collections: list[str] = Field(
+        default_factory=list,
+        description="The collections the conversation is asked in (set by its first turn; "
+        "a later turn without `collection` stays there); empty: the whole tenant.",
+    )
+    followup: str = Field(
+        description="standalone | ellipsis | pronoun | llm (rewritten by the LLM, "
+        "RAG_LLM_BASE_URL, differently from the rules)"
+    )
 
 
 class ConversationSummary(BaseModel):
@@ -54,4 +62,7 @@ class ConversationOut(BaseModel):
     title: str
     created_at: float
     updated_at: float
+    collections: list[str] = Field(
+        default_factory=list, description="The collections it is asked in (empty: all)."
+    )
     turns: list[TurnOut]

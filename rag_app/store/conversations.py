@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ class Conversation:
     updated_at: float
     turns: list[Turn] = field(default_factory=list)
     turn_count: int = 0
+    collections: list[str] = field(default_factory=list)  # ids it was started in
 
 
 class ConversationStore:
@@ -49,7 +51,9 @@ class ConversationStore:
             conversations.c.key_id == key_id,
         )
 
-    def create(self, tenant: str, key_id: str, title: str) -> str:
+    def create(self, tenant: str, key_id: str, title: str, collections: Sequence[str] = ()) -> str:
+        """A new conversation; ``collections``: the collection ids it is asked in (kept: its
+        later turns stay there)."""
         now = time.time()
         conversation_id = secrets.token_hex(8)
         with self.engine.begin() as conn:
@@ -61,29 +65,41 @@ class ConversationStore:
                     title=title[:200],
                     created_at=now,
                     updated_at=now,
+                    collections=json.dumps(list(collections)),
                 )
             )
         return conversation_id
 
-    def last_question(self, tenant: str, key_id: str, conversation_id: str) -> str | None:
-        """The resolved question of the conversation's last turn (None: no turn yet).
-        ``KeyError`` when the conversation is not this owner's."""
+    def exists(self, tenant: str, key_id: str, conversation_id: str) -> bool:
+        """Whether the conversation is there and this owner's."""
+        return self.collections_of(tenant, key_id, conversation_id) is not None
+
+    def collections_of(self, tenant: str, key_id: str, conversation_id: str) -> list[str] | None:
+        """The collection ids the conversation was started in ([]: the whole tenant); None when
+        it is not there or not this owner's."""
         with self.engine.connect() as conn:
-            if (
-                conn.execute(
-                    select(conversations.c.conversation_id).where(
-                        self._owned(tenant, key_id, conversation_id)
-                    )
-                ).first()
-                is None
-            ):
-                raise KeyError(conversation_id)
-            return conn.execute(
+            found = conn.execute(
+                select(conversations.c.collections).where(
+                    self._owned(tenant, key_id, conversation_id)
+                )
+            ).first()
+        return None if found is None else list(json.loads(found[0] or "[]"))
+
+    def recent_questions(
+        self, tenant: str, key_id: str, conversation_id: str, limit: int = 3
+    ) -> list[str]:
+        """The resolved questions of the conversation's last ``limit`` turns, oldest first
+        (empty: no turn yet). ``KeyError`` when the conversation is not this owner's."""
+        if not self.exists(tenant, key_id, conversation_id):
+            raise KeyError(conversation_id)
+        with self.engine.connect() as conn:
+            latest = conn.execute(
                 select(conversation_turns.c.resolved_question)
                 .where(conversation_turns.c.conversation_id == conversation_id)
                 .order_by(desc(conversation_turns.c.turn_id))
-                .limit(1)
-            ).scalar_one_or_none()
+                .limit(limit)
+            ).scalars()
+            return list(latest)[::-1]
 
     def add_turn(self, conversation_id: str, turn: Turn) -> None:
         """Append a turn, dropping the oldest beyond ``max_turns``."""
@@ -173,6 +189,7 @@ class ConversationStore:
             updated_at=row["updated_at"],
             turns=turns,
             turn_count=len(turns),
+            collections=list(json.loads(row["collections"] or "[]")),
         )
 
     def delete(self, tenant: str, key_id: str, conversation_id: str) -> bool:

@@ -7,6 +7,7 @@ BM25 (or in memory from cached posting lists, store/postings.py, which gives the
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -152,9 +153,10 @@ class SqliteKeywordIndex:
         if doc_ids is not None:
             if not doc_ids:
                 return []
-            names = [f"d{i}" for i in range(len(doc_ids))]
-            doc_filter = f" AND f.doc_id IN ({', '.join(':' + n for n in names)})"
-            params.update(zip(names, doc_ids, strict=True))
+            # one JSON parameter, not one per document: a collection may pass SQLite's
+            # 32,766 variables per statement
+            doc_filter = " AND f.doc_id IN (SELECT value FROM json_each(:doc_ids))"
+            params["doc_ids"] = json.dumps(list(doc_ids))
         sql = text(
             f"SELECT f.chunk_id, -bm25({self.table}) AS score FROM {self.table} AS f "
             "JOIN documents AS d ON d.doc_id = f.doc_id AND d.version = f.version "

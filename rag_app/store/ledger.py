@@ -23,6 +23,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
     text,
     update,
@@ -38,6 +39,7 @@ from rag_app.store.schema import (
     CHUNK_FIELDS,
     chunks,
     clip_error,
+    collection_documents,
     documents,
     get_meta,
     jobs,
@@ -331,6 +333,9 @@ class Ledger(LedgerReads):
             for index in self._indexes:
                 index.delete_document(conn, doc_id)
             result = conn.execute(delete(documents).where(documents.c.doc_id == doc_id))
+            conn.execute(
+                delete(collection_documents).where(collection_documents.c.doc_id == doc_id)
+            )
         self.keywords_changed()
         return bool(result.rowcount)
 
@@ -410,7 +415,13 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def _add_new_indexes(conn: Connection) -> None:
-    """Indexes added to existing tables since their creation (``create_all`` creates a table's
-    indexes only with the table): created here on a knowledge base made before them."""
+    """Indexes and columns added to existing tables since their creation (``create_all``
+    creates a table's indexes and columns only with the table): added here to a knowledge base
+    made before them."""
     for index in jobs.indexes:
         index.create(conn, checkfirst=True)
+    have = {c["name"] for c in inspect(conn).get_columns("conversations")}
+    if "collections" not in have:
+        conn.execute(
+            text("ALTER TABLE conversations ADD COLUMN collections TEXT NOT NULL DEFAULT '[]'")
+        )

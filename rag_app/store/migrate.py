@@ -7,7 +7,8 @@ What is copied: the KB metadata (embedding model and dimension), every document 
 of each document's *active* version (inactive rows are crash leftovers ``rag doctor`` would drop),
 the keyword index rows of those chunks (SQLite FTS5 ⇄ PostgreSQL ``chunk_keywords``: the same
 jieba tokens, so both backends index the same terms), API keys (hashes only) and the ingestion
-queue (job ids kept; PostgreSQL's id sequence moved past them). Vectors are not in the ledger:
+queue (job ids kept; PostgreSQL's id sequence moved past them), collections (with their
+documents and the keys limited to them). Vectors are not in the ledger:
 they stay where they are (the KB directory's Chroma, or the Chroma server), keyed by the same
 chunk ids, so after the copy the KB opens with ``RAG_DATABASE_URL=<target>`` and serves the same
 answers.
@@ -24,7 +25,17 @@ from typing import Any
 from sqlalchemy import Table, and_, func, insert, select, text
 
 from rag_app.store.ledger import Ledger
-from rag_app.store.schema import api_keys, chunks, documents, jobs, meta_table, stream_rows
+from rag_app.store.schema import (
+    api_key_collections,
+    api_keys,
+    chunks,
+    collection_documents,
+    doc_collections,
+    documents,
+    jobs,
+    meta_table,
+    stream_rows,
+)
 
 
 class MigrationError(RuntimeError):
@@ -66,6 +77,9 @@ def copy_ledger(
         ("chunks", chunks, active_chunks),
         ("api_keys", api_keys, select(api_keys).order_by(api_keys.c.key_id)),
         ("jobs", jobs, select(jobs).order_by(jobs.c.job_id)),
+        ("collections", doc_collections, select(doc_collections)),
+        ("collection_documents", collection_documents, select(collection_documents)),
+        ("api_key_collections", api_key_collections, select(api_key_collections)),
     ]
     with source.engine.connect() as src, target.engine.begin() as dst:
         # kb_meta rows are written when a ledger is opened (same keys): the source's win

@@ -6,13 +6,13 @@ the narrower protocols in store/protocols.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
 
-from rag_app.store.schema import CHUNK_FIELDS, chunks, documents
+from rag_app.store.schema import CHUNK_FIELDS, chunks, collection_documents, documents
 from rag_app.types import ChunkInfo, DocStatus, DocumentInfo
 
 
@@ -26,18 +26,40 @@ class LedgerReads:
         return rows[0] if rows else None
 
     def list_documents(
-        self, tenant: str | None = None, *, limit: int | None = None, offset: int = 0
+        self,
+        tenant: str | None = None,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        collections: Sequence[str] | None = None,
     ) -> list[DocumentInfo]:
-        """Documents (of one tenant), by path; a page of them with ``limit``/``offset``."""
-        cond = documents.c.tenant == tenant if tenant is not None else None
-        return self._select_documents(cond, limit=limit, offset=offset)
+        """Documents (of one tenant; in one of these ``collections``, by id), by path; a page of
+        them with ``limit``/``offset``."""
+        return self._select_documents(
+            self._document_filter(tenant, collections), limit=limit, offset=offset
+        )
 
-    def count_documents(self, tenant: str | None = None) -> int:
+    def count_documents(
+        self, tenant: str | None = None, *, collections: Sequence[str] | None = None
+    ) -> int:
         stmt = select(func.count()).select_from(documents)
-        if tenant is not None:
-            stmt = stmt.where(documents.c.tenant == tenant)
+        cond = self._document_filter(tenant, collections)
+        if cond is not None:
+            stmt = stmt.where(cond)
         with self.engine.connect() as conn:
             return int(conn.execute(stmt).scalar_one())
+
+    @staticmethod
+    def _document_filter(tenant: str | None, collections: Sequence[str] | None) -> Any:
+        conds: list[Any] = []
+        if tenant is not None:
+            conds.append(documents.c.tenant == tenant)
+        if collections is not None:
+            members = select(collection_documents.c.doc_id).where(
+                collection_documents.c.collection_id.in_(list(collections))
+            )
+            conds.append(documents.c.doc_id.in_(members))
+        return and_(*conds) if conds else None
 
     def _select_documents(
         self, cond: Any, *, limit: int | None = None, offset: int = 0

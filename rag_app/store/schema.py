@@ -2,8 +2,11 @@
 the small helpers the stores share (timestamps, clipped error messages, ``kb_meta`` rows).
 
 Tables: ``kb_meta``, ``documents``, ``chunks`` (the ledger proper, store/ledger.py), ``api_keys``
-(store/api_keys.py), ``jobs`` (store/jobs.py); the keyword index: ``chunk_fts`` + ``chunk_fts_rows``
-on SQLite (store/keywords_sqlite.py), ``chunk_keywords`` on PostgreSQL (store/keywords_postgres.py).
+(store/api_keys.py), ``jobs`` (store/jobs.py), ``conversations``/``conversation_turns``
+(store/conversations.py), ``feedback`` (store/feedback.py), ``doc_collections``,
+``collection_documents`` and ``api_key_collections`` (store/collections.py); the keyword index:
+``chunk_fts`` + ``chunk_fts_rows`` on SQLite (store/keywords_sqlite.py), ``chunk_keywords`` on
+PostgreSQL (store/keywords_postgres.py).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     delete,
     insert,
     select,
@@ -125,6 +129,9 @@ conversations = Table(
     Column("title", Text, nullable=False, default=""),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    # the collection ids it was started in (JSON list; [] = the whole tenant); added to older
+    # ledgers by store/ledger.py's _add_new_columns
+    Column("collections", Text, nullable=False, server_default="[]"),
     Index("ix_conversations_owner", "tenant", "key_id", "updated_at"),
 )
 
@@ -157,6 +164,35 @@ feedback = Table(
     Column("conversation_id", String(32)),
     Column("created_at", Float, nullable=False),
     Index("ix_feedback_tenant_created", "tenant", "created_at"),
+)
+
+# Collections (store/collections.py): named groups of a tenant's documents (HR policies, IT
+# manuals); a document may be in several. ``api_key_collections`` limits a key to some of them
+# (no row: the key sees its whole tenant).
+doc_collections = Table(
+    "doc_collections",
+    metadata,
+    Column("collection_id", String(16), primary_key=True),
+    Column("tenant", String(128), nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("tenant", "name", name="uq_doc_collections_tenant_name"),
+)
+
+collection_documents = Table(
+    "collection_documents",
+    metadata,
+    Column("collection_id", String(16), primary_key=True),
+    Column("doc_id", String(64), primary_key=True),
+    Column("added_at", Float, nullable=False),
+    Index("ix_collection_documents_doc", "doc_id"),
+)
+
+api_key_collections = Table(
+    "api_key_collections",
+    metadata,
+    Column("key_id", String(32), primary_key=True),
+    Column("collection_id", String(16), primary_key=True),
 )
 
 CHUNK_FIELDS = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from llama_index.core.llms import LLM, ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore
@@ -64,6 +64,10 @@ def build_llm(base_url: str, model: str, api_key: str | None, timeout: float = 6
         max_retries=1,
         context_window=16000,
     )
+
+
+# receives an answer's text as it is written (streaming)
+TextSink = Callable[[str], None]
 
 
 class Synthesis(BaseModel):
@@ -147,9 +151,17 @@ class CitationSynthesizer:
         )
 
     def synthesize(
-        self, question: str, nodes: list[NodeWithScore], decision: AnswerDecision | None = None
+        self,
+        question: str,
+        nodes: list[NodeWithScore],
+        decision: AnswerDecision | None = None,
+        on_text: TextSink | None = None,
     ) -> Synthesis:
-        """``decision``: the answer step's decision on these nodes (computed when absent)."""
+        """``decision``: the answer step's decision on these nodes (computed when absent).
+        ``on_text``: receives an LLM answer's text as it is written (the caveat line first;
+        never the text of a refusal the LLM reviews, which may still stand). The returned
+        :class:`Synthesis` is what counts: its text may differ (invented markers removed, an
+        extractive fallback)."""
         if decision is None:
             decision = self._locator.locate(question, nodes)
         if nodes and self.reviews(decision):
@@ -157,7 +169,7 @@ class CitationSynthesizer:
         if decision.refused or not nodes:
             return refusal(decision, nodes)
         if self.use_llm:
-            return self._llm_answer(question, nodes, decision)
+            return self._llm_answer(question, nodes, decision, on_text=on_text)
         return self._extractive(decision, nodes)
 
     def _extractive(
@@ -184,9 +196,11 @@ class CitationSynthesizer:
         decision: AnswerDecision,
         *,
         reviewed: bool = False,
+        on_text: TextSink | None = None,
     ) -> Synthesis:
         """The LLM's answer from the numbered evidence; ``reviewed``: the gate refused (the
-        LLM reads it, :meth:`reviews`), so a refusal by the LLM is the gate's refusal."""
+        LLM reads it, :meth:`reviews`), so a refusal by the LLM is the gate's refusal.
+        ``on_text``: the reply streamed as it comes (after the caveat line, if any)."""
         top = decision.units[:KEY_UNITS]  # and each question's own of a compound question
         top += [p for p in decision.parts if all(p.unit.text != s.unit.text for s in top)]
         lead = "\n".join(f"[{s.unit.source}] {s.unit.text}" for s in top)
@@ -207,10 +221,19 @@ class CitationSynthesizer:
         ]
         assert self.llm is not None  # only called with an LLM
         try:
-            reply = self.llm.chat(messages)
+            if on_text is None:
+                text = (self.llm.chat(messages).message.content or "").strip()
+            else:
+                if decision.caveat:  # the first line says what the evidence may not hold
+                    on_text(decision.caveat + "\n")
+                parts: list[str] = []
+                for chunk in self.llm.stream_chat(messages):
+                    if chunk.delta:
+                        parts.append(chunk.delta)
+                        on_text(chunk.delta)
+                text = "".join(parts).strip()
         except Exception as exc:  # down, slow (RAG_LLM_TIMEOUT), or not OpenAI-compatible
             return self._fallback(decision, nodes, f"LLM call failed: {describe(exc)}", reviewed)
-        text = (reply.message.content or "").strip()
         if not text:
             return self._fallback(decision, nodes, "the LLM returned an empty answer", reviewed)
         cleaned, kept = clean_markers(text, len(nodes))
