@@ -15,6 +15,9 @@ var state = {
   loadSeq: 0,
   chunkDocId: null,
   selected: {}, // doc_id -> filename: ask only within these documents (doc_ids)
+  collections: [], // [{name, documents, created_at}]: the key's collections
+  collection: "", // the chosen one (知识范围): the question's scope, the list, uploads; "": all
+  showAllDocs: false, // with a collection chosen: list every document (to add some to it)
   authStatus: 0, // the HTTP status of the last rejected key check (401, 403; 0: none)
 };
 
@@ -66,7 +69,8 @@ function api(path, opts) {
         }
         if (!resp.ok) {
           var err = new ApiError(resp.status, detailText(body, resp.status), body);
-          if (resp.status === 401 || resp.status === 403) noteAuthError(err);
+          // quiet: the caller shows a 403 itself (no page-wide banner)
+          if (resp.status === 401 || (resp.status === 403 && !opts.quiet)) noteAuthError(err);
           throw err;
         }
         return body;

@@ -2,7 +2,8 @@
  * Every piece of server text is inserted with textContent (never innerHTML).
  *
  * Modules: dom.js (helpers), api.js (API client, key identity), chunks.js (chunk viewer),
- * documents.js (document list, filter, upload), ask.js (answers, citations); this one boots.
+ * documents.js (document list, filter, upload), ask.js (answers, citations), conversation.js (the
+ * conversation, feedback), collections.js (the 知识范围 selector, recent 👎); this one boots.
  * markdown.js is a classic script (window.RagMarkdown), loaded before the modules run.
  */
 
@@ -11,7 +12,8 @@ import { state, renderWhoami, loadMe, loadHealth } from "./api.js";
 import { closeChunks } from "./chunks.js";
 import { loadDocs, renderDocs, clearSelected, setupDropzone } from "./documents.js";
 import { ask, renderAnswer, setupPopup } from "./ask.js";
-import { loadHistory, setupConversation } from "./conversation.js";
+import { loadHistory, newConversation, setupConversation } from "./conversation.js";
+import { loadCollections, setupCollections } from "./collections.js";
 
 var KEY_STORAGE = "rag_api_key";
 
@@ -24,8 +26,9 @@ function saveKey(key) {
   return loadMe().then(function (me) {
     if (me) {
       loadHistory();
-      return loadDocs();
+      return loadCollections(true).then(loadDocs);
     }
+    loadCollections(true); // none: back to all documents
     // no valid key: the list is unknown, not empty ("暂无文档" would say the KB is empty)
     renderDocs([], true);
     show(
@@ -50,7 +53,13 @@ function init() {
     $("api-key").value = "";
     saveKey("");
   });
-  $("refresh").addEventListener("click", function () { loadMe().then(loadDocs); });
+  $("refresh").addEventListener("click", function () {
+    loadMe().then(function () { return loadCollections(); }).then(loadDocs);
+  });
+  $("doc-show-all").addEventListener("change", function (e) {
+    state.showAllDocs = e.target.checked;
+    loadDocs();
+  });
   $("chunk-close").addEventListener("click", closeChunks);
   $("doc-filter-clear").addEventListener("click", clearSelected);
   $("ask-form").addEventListener("submit", function (e) {
@@ -66,6 +75,14 @@ function init() {
   setupDropzone();
   setupPopup();
   setupConversation(renderAnswer);
+  // a conversation stays in one scope: another collection, a new conversation
+  setupCollections(function () {
+    newConversation(
+      "已切换到" + (state.collection ? "集合「" + state.collection + "」" : "全部文档") +
+        "：新对话。"
+    );
+    loadDocs();
+  });
   renderWhoami();
   loadHealth();
   saveKey(state.key);

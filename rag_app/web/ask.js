@@ -1,5 +1,5 @@
-/* Asking, in a conversation (conversation.js; /api/chat): the question (optionally limited to
- * the chosen documents), the answer with its [n]
+/* Asking, in a conversation (conversation.js; /api/chat): the question (within the chosen
+ * collection, optionally limited to the chosen documents), the answer with its [n]
  * citation markers, a refusal's reason, its closest unit and 最接近的资料, timings, and the citation
  * pop-up.
  */
@@ -24,11 +24,15 @@ function ask() {
   show($("ask-error"), "");
   var ids = Object.keys(state.selected);
   var scope = ids.length ? selectedNames() : null;
-  var body = conversationBody({ question: q, top_k: 5, doc_ids: ids.length ? ids : null });
+  var within = state.collection || null;
+  var body = conversationBody({
+    question: q, top_k: 5, doc_ids: ids.length ? ids : null, collection: within,
+  });
   api("/api/chat", { method: "POST", json: body }).then(
     function (res) {
-      renderAnswer(res, scope);
-      recordTurn(q, res);
+      if (within !== (state.collection || null)) return; // the scope changed meanwhile: a new chat
+      renderAnswer(res, scope, within);
+      recordTurn(q, res, within);
     },
     function (err) {
       show($("ask-error"), "提问失败：" + errText(err));
@@ -39,10 +43,13 @@ function ask() {
   });
 }
 
-/** `scope`: the names of the documents the question was limited to (null: all of them). */
-function renderAnswer(res, scope) {
+/** `scope`: the names of the documents the question was limited to (null: all of them);
+ * `collection`: the collection it was asked in (null: none). */
+function renderAnswer(res, scope, collection) {
   lastAnswer = res;
-  show($("answer-scope"), scope ? "仅限选中的文档 (" + scope.length + ")：" + scope.join("、") : "");
+  var docs = scope ? "仅限选中的文档 (" + scope.length + ")：" + scope.join("、") : "";
+  show($("answer-scope"), [collection ? "集合「" + collection + "」" : "", docs]
+    .filter(Boolean).join(" · "));
   var sources = res.sources || [];
   var box = $("answer-box");
   var out = $("answer");

@@ -1,13 +1,17 @@
 /* The conversation the ask panel is in: its id (kept by the server, /api/chat), the turns so far
  * (each question and how it was understood: a follow-up completed from the previous turn), "新对话",
- * and 有用/有误 (👍/👎) with a comment on the latest answer (/api/feedback). The buttons are words:
+ * and 有用/有误 (👍/👎) with a comment on the latest answer (/api/feedback, with the collection it
+ * was asked in; a 👎 refreshes 最近的差评). A conversation stays in one collection: switching the
+ * collection starts a new one (collections.js, app.js). The buttons are words:
  * a machine without an emoji font shows the emoji as boxes.
  */
 
 import { $, el, append, clear, show } from "./dom.js";
 import { api, errText } from "./api.js";
+import { loadRecentDown } from "./collections.js";
 
-var conversation = { id: null, turns: [] };
+// collection: the one its turns were asked in (null: none; undefined: unknown, a reopened one)
+var conversation = { id: null, turns: [], collection: null };
 var render = null; // ask.js's renderAnswer, given by setupConversation (no import cycle)
 
 /** The request body's conversation part: continue the current one, if any. */
@@ -17,8 +21,9 @@ function conversationBody(body) {
 }
 
 /** After an answer: remember the turn, show the thread and how the question was understood. */
-function recordTurn(question, res) {
+function recordTurn(question, res, collection) {
   conversation.id = res.conversation_id || null;
+  conversation.collection = collection || null;
   conversation.turns.push({ question: question, resolved: res.resolved_question || question });
   renderTurns();
   var understood = res.followup && res.followup !== "standalone";
@@ -53,6 +58,7 @@ function openConversation(id) {
     conversation = {
       id: body.conversation_id,
       turns: turns.map(function (t) { return { question: t.question, resolved: t.resolved_question }; }),
+      collection: undefined,
     };
     renderTurns();
     var last = turns[turns.length - 1];
@@ -80,33 +86,36 @@ function renderTurns() {
   $("new-chat").hidden = !conversation.turns.length;
 }
 
-function newConversation() {
-  conversation = { id: null, turns: [] };
+/** Start over; `why`: what the status line says (default: the next question stands alone). */
+function newConversation(why) {
+  conversation = { id: null, turns: [], collection: null };
   renderTurns();
   $("answer-box").hidden = true;
-  $("ask-status").textContent = "新对话：下一个问题独立理解。";
+  $("chat-history").value = "";
+  $("ask-status").textContent = why || "新对话：下一个问题独立理解。";
   $("ask-input").focus();
 }
 
 function sendFeedback(rating) {
   if (!conversation.id) return;
   var body = { conversation_id: conversation.id, rating: rating, comment: $("feedback-comment").value.trim() };
+  if (conversation.collection) body.collection = conversation.collection;
   show($("feedback-status"), "提交中…");
   api("/api/feedback", { method: "POST", json: body }).then(
-    function () { show($("feedback-status"), "已记录（" + (rating === "up" ? "有用" : "有误") + "），谢谢。"); },
+    function () {
+      show($("feedback-status"), "已记录（" + (rating === "up" ? "有用" : "有误") + "），谢谢。");
+      if (rating === "down") loadRecentDown();
+    },
     function (err) { show($("feedback-status"), "反馈失败：" + errText(err)); }
   );
 }
 
 function setupConversation(renderAnswer) {
   render = renderAnswer;
-  $("new-chat").addEventListener("click", function () {
-    newConversation();
-    $("chat-history").value = "";
-  });
+  $("new-chat").addEventListener("click", function () { newConversation(); });
   $("chat-history").addEventListener("change", function (e) { openConversation(e.target.value); });
   $("feedback-up").addEventListener("click", function () { sendFeedback("up"); });
   $("feedback-down").addEventListener("click", function () { sendFeedback("down"); });
 }
 
-export { conversationBody, loadHistory, recordTurn, setupConversation };
+export { conversationBody, loadHistory, newConversation, recordTurn, setupConversation };

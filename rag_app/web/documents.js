@@ -1,10 +1,12 @@
-/* The documents panel: the polled document list (status, error, chunks, version), the
- * 只在选中的文档中提问 filter, reparse and delete, and uploads (file picker and drop zone).
+/* The documents panel: the polled document list (status, error, chunks, version, collections;
+ * of the chosen collection unless 显示全部文档), the 只在选中的文档中提问 filter, reparse, delete,
+ * 加入/移出集合, and uploads (file picker and drop zone; into the chosen collection).
  */
 
-import { $, el, append, show, fmtTime, fmtBytes } from "./dom.js";
+import { $, el, append, clear, show, fmtTime, fmtBytes } from "./dom.js";
 import { ACTIVE, state, api, errText, canEdit, applyRowRole, loadHealth } from "./api.js";
 import { closeChunks, openChunks } from "./chunks.js";
+import { loadCollections, setMembership } from "./collections.js";
 
 var POLL_MS = 1500;
 var DOC_PAGE = 1000; // the API's largest page: the list shows that many documents at most
@@ -28,7 +30,9 @@ function schedulePoll() {
 function loadDocs() {
   if (!state.key) return Promise.resolve();
   var seq = ++state.loadSeq;
-  return api("/api/documents?limit=" + DOC_PAGE).then(
+  var within = state.collection && !state.showAllDocs
+    ? "&collection=" + encodeURIComponent(state.collection) : "";
+  return api("/api/documents?limit=" + DOC_PAGE + within).then(
     function (body) {
       if (seq !== state.loadSeq) return;
       show($("doc-error"), "");
@@ -80,6 +84,9 @@ function renderDocs(docs, unknown) {
     if (!seen[id]) delete state.selected[id]; // a deleted document leaves the filter
   });
   renderFilter();
+  $("doc-empty").textContent = state.collection && !state.showAllDocs
+    ? "集合「" + state.collection + "」中暂无文档。上传一个文件，或勾选“显示全部文档”把已有文档加入。"
+    : "暂无文档。上传一个文件开始。";
   $("doc-empty").hidden = docs.length > 0 || !!unknown; // unknown: the list could not be read
   loadHealth();
 }
@@ -101,7 +108,8 @@ function buildRow(doc) {
       pick,
       el("div", { class: "filename", "data-testid": "doc-filename" })
     ),
-    el("div", { class: "sub muted", "data-testid": "doc-sub" })
+    el("div", { class: "sub muted", "data-testid": "doc-sub" }),
+    el("div", { class: "tags", "data-testid": "doc-collections", hidden: true })
   );
   var statusCell = el(
     "td",
@@ -123,6 +131,11 @@ function buildRow(doc) {
     el("button", {
       type: "button", class: "small edit-only", "data-testid": "reparse-button", text: "重新解析",
       onclick: function () { reparse(id); },
+    }),
+    el("button", {
+      type: "button", class: "small ghost edit-only", "data-testid": "membership-button",
+      hidden: true,
+      onclick: function () { setMembership(id, tr.getAttribute("data-member") !== "1").then(loadDocs); },
     }),
     el("button", {
       type: "button", class: "small danger edit-only", "data-testid": "delete-button", text: "删除",
@@ -153,6 +166,7 @@ function updateRow(tr, doc) {
   if (doc.doc_type) sub.push(doc.doc_type);
   if (doc.size_bytes !== undefined) sub.push(fmtBytes(doc.size_bytes));
   tr.querySelector("[data-testid=doc-sub]").textContent = sub.join(" · ");
+  renderMembership(tr, doc.collections || []);
 
   var badge = tr.querySelector("[data-testid=doc-status]");
   badge.textContent = STATUS_LABEL[status] || status;
@@ -178,6 +192,28 @@ function updateRow(tr, doc) {
   pick.checked = !!state.selected[doc.doc_id];
   if (pick.checked) state.selected[doc.doc_id] = doc.filename || doc.doc_id;
   applyRowRole(tr);
+}
+
+// The document's collections as tags (the chosen one marked); 加入集合 / 移出集合 for the chosen.
+function renderMembership(tr, names) {
+  var tags = tr.querySelector("[data-testid=doc-collections]");
+  clear(tags);
+  names.forEach(function (name) {
+    append(tags, el("span", {
+      class: "tag" + (name === state.collection ? " current" : ""),
+      "data-testid": "doc-collection", title: "集合 Collection", text: name,
+    }));
+  });
+  tags.hidden = !names.length;
+  var member = !!state.collection && names.indexOf(state.collection) !== -1;
+  tr.setAttribute("data-member", member ? "1" : "0");
+  var button = tr.querySelector("[data-testid=membership-button]");
+  button.hidden = !state.collection;
+  button.textContent = member ? "移出集合" : "加入集合";
+  button.setAttribute(
+    "aria-label",
+    (member ? "从集合「" : "加入集合「") + state.collection + (member ? "」移出" : "」")
+  );
 }
 
 // ---------------------------------------------------------------- document filter
@@ -232,6 +268,7 @@ function removeDoc(id) {
       show($("doc-error"), "");
       dropUploadErrors(id); // e.g. a 409 naming the document just deleted
       if (state.chunkDocId === id) closeChunks();
+      loadCollections(); // their counts
       return loadDocs();
     },
     function (err) { show($("doc-error"), "删除失败：" + errText(err)); }
@@ -248,17 +285,21 @@ function uploadFiles(fileList) {
     return;
   }
   var accepted = [];
+  var into = state.collection; // the collection chosen when the upload began
+  var path = "/api/documents" + (into ? "?collection=" + encodeURIComponent(into) : "");
+  var where = into ? "到集合「" + into + "」" : "";
+  var whereOne = where ? " " + where : "";
   var chain = Promise.resolve();
   files.forEach(function (file) {
     chain = chain.then(function () {
       $("upload-status").textContent = "上传中：" + file.name + "…";
       var form = new FormData();
       form.append("file", file, file.name);
-      return api("/api/documents", { method: "POST", form: form }).then(
+      return api(path, { method: "POST", form: form }).then(
         function (res) {
           accepted.push(res.filename || file.name);
-          $("upload-status").textContent =
-            "已上传 " + (res.filename || file.name) + "（job " + res.job_id + "），解析进度见下方列表";
+          $("upload-status").textContent = "已上传 " + (res.filename || file.name) + whereOne +
+            "（job " + res.job_id + "），解析进度见下方列表";
         },
         function (err) {
           addUploadError(uploadErrorText(file.name, err), err.body && err.body.doc_id);
@@ -269,11 +310,12 @@ function uploadFiles(fileList) {
   return chain.then(function () {
     $("upload-input").value = "";
     if (accepted.length > 1) {
-      $("upload-status").textContent =
-        "已上传 " + accepted.length + " 个文件：" + accepted.join("、") + "，解析进度见下方列表";
+      $("upload-status").textContent = "已上传 " + accepted.length + " 个文件" + where + "：" +
+        accepted.join("、") + "，解析进度见下方列表";
     } else if (!accepted.length) {
       $("upload-status").textContent = "";
     }
+    if (into && accepted.length) loadCollections(); // its count
     return loadDocs();
   });
 }
@@ -311,7 +353,8 @@ function uploadErrorText(name, err) {
     case 409: {
       var existing = err.body && err.body.doc_id;
       if (existing) flashRow(existing);
-      return prefix + "（409 重复文件）：" + err.detail + (existing ? "（已有文档 doc_id: " + existing + "）" : "");
+      return prefix + "（409 重复文件）：" + err.detail + (existing ? "（已有文档 doc_id: " + existing + "）" : "") +
+        (state.collection ? "。要把它放进「" + state.collection + "」：勾选“显示全部文档”，点它的“加入集合”。" : "");
     }
     case 413:
       return prefix + "（413 文件过大）：" + err.detail;
