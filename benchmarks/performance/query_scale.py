@@ -26,8 +26,9 @@ distinct chunks.
 Questions: the laws_zh dev questions (every n-th, 3/4 of ``--queries``) and retqa_tables_zh ones
 (1/4); five other laws_zh questions warm up each KB first. Each size is measured in two passes:
 ``retrieve(top_k=5)`` over all questions, then ``ask(top_k=5)`` over all questions; every call is
-timed alone. The ask pass repeats the retrieve pass's questions, so the keyword index's posting
-cache (``RAG_KEYWORD_CACHE_POSTINGS``) holds their terms by then; in the retrieve pass each term is
+timed alone; with ``--chat`` a third pass asks them again as turns of ``kb.chat`` (pairs: a
+conversation's first and second turn, stored as /api/chat stores them). The ask pass repeats
+the retrieve pass's questions, so the keyword index's posting cache (``RAG_KEYWORD_CACHE_POSTINGS``) holds their terms by then; in the retrieve pass each term is
 read from FTS5 on first use, unless ``--prewarm`` reads the common ones first (as ``rag serve``
 does at start-up). Stages come from ``rag_app.retrieval.timing``. A digest of the retrieved chunk ids and
 of the answers lets two runs (``--label before`` / ``--label after``) prove they return the same
@@ -301,7 +302,27 @@ def digest(items: list[Any]) -> str:
     return hashlib.sha1(json.dumps(items, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
-def measure(kb: KnowledgeBase, warmup: list[str], questions: list[str]) -> dict[str, Any]:
+def chat_pass(kb: KnowledgeBase, questions: list[str]) -> dict[str, Any]:
+    """Each question as a turn of ``kb.chat`` (the service's /api/chat below HTTP), timed alone:
+    even ones open a conversation, odd ones continue it (a second turn: the follow-up step reads
+    the previous turn; a question that stands alone is asked as written)."""
+    times: list[float] = []
+    conversation: str | None = None
+    rewritten = 0
+    for i, q in enumerate(questions):
+        t0 = time.perf_counter()
+        turn = kb.chat.turn(
+            q, tenant="default", key_id="bench", conversation_id=conversation if i % 2 else None
+        )
+        times.append((time.perf_counter() - t0) * 1000)
+        conversation = turn.conversation_id
+        rewritten += turn.resolved_question != q
+    return {**summary(times), "turns": len(times), "resolved_differently": rewritten}
+
+
+def measure(
+    kb: KnowledgeBase, warmup: list[str], questions: list[str], chat: bool = False
+) -> dict[str, Any]:
     for q in warmup:  # model, jieba, SQLite page cache, Chroma's HNSW segment
         kb.retrieve(q, top_k=5)
         kb.ask(q, top_k=5)
@@ -309,14 +330,23 @@ def measure(kb: KnowledgeBase, warmup: list[str], questions: list[str]) -> dict[
     load_before = os.getloadavg()
     retrieve_ms, retrieve_stages, retrieved = timed_pass(kb.retrieve, questions)
     ask_ms, ask_stages, answered = timed_pass(kb.ask, questions)
+    chatted = chat_pass(kb, questions) if chat else None
     answers: list[list[Any]] = [
         [answer.answer, answer.refused, answer.reason, [s.chunk_id for s in answer.sources]]
         for answer in answered
     ]
     retrieved = [[s.chunk_id for s in sources] for sources in retrieved]
+    extra: dict[str, Any] = {}
+    if chatted is not None:
+        asked = summary(ask_ms)
+        extra = {
+            "chat": chatted,
+            "chat_p95_over_ask_p95": round(chatted["p95_ms"] / asked["p95_ms"], 3),
+        }
     return {
         "retrieve": summary(retrieve_ms),
         "ask": summary(ask_ms),
+        **extra,
         "stages": {
             "retrieve": stage_table(retrieve_stages, retrieve_ms, RETRIEVE_STAGES),
             "ask": stage_table(ask_stages, ask_ms, ASK_STAGES),
@@ -419,6 +449,12 @@ def main() -> None:
         "at start-up (RAG_KEYWORD_CACHE_POSTINGS); without it the first pass reads them on use",
     )
     parser.add_argument(
+        "--chat",
+        action="store_true",
+        help="after the ask pass, a chat pass over the same questions (pairs of turns through "
+        "kb.chat, stored as the service stores them): chat p50/p95 and chat p95 / ask p95",
+    )
+    parser.add_argument(
         "--profile",
         type=Path,
         help="after timing each size, profile one more (untimed) ask pass with pyinstrument "
@@ -461,7 +497,7 @@ def main() -> None:
             t0 = time.perf_counter()
             cache["prewarm_postings"] = kb.ledger.postings.prewarm()
             cache["prewarm_s"] = round(time.perf_counter() - t0, 2)
-        result = measure(kb, warmup, questions)
+        result = measure(kb, warmup, questions, chat=args.chat)
         cache["cached_postings_after"] = kb.ledger.postings.cached_postings
         result["keyword_cache"] = cache
         if args.profile:
@@ -476,9 +512,12 @@ def main() -> None:
             **result,
         }
         r = sizes[str(size)]
+        chatted = (
+            f"chat p50 {r['chat']['p50_ms']} p95 {r['chat']['p95_ms']} ms | " if "chat" in r else ""
+        )
         print(
             f"  retrieve p50 {r['retrieve']['p50_ms']} p95 {r['retrieve']['p95_ms']} ms | "
-            f"ask p50 {r['ask']['p50_ms']} p95 {r['ask']['p95_ms']} ms | "
+            f"ask p50 {r['ask']['p50_ms']} p95 {r['ask']['p95_ms']} ms | {chatted}"
             f"load {r['load_average_1_5_15']}",
             flush=True,
         )
