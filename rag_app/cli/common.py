@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 if TYPE_CHECKING:
+    from rag_app.cli.remote import RemoteKB
     from rag_app.config import Settings
     from rag_app.kb import KnowledgeBase
     from rag_app.store.ledger import Ledger
@@ -45,6 +46,19 @@ KbOpt = Annotated[
 ]
 TenantOpt = Annotated[str, typer.Option("--tenant", "-t", help="Tenant (scope) of the documents.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON only.")]
+ServerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        envvar="RAG_SERVER",
+        help="Ask a running `rag serve` at this URL (e.g. http://127.0.0.1:8000) instead of "
+        "loading the knowledge base here: no start-up, the same output. Needs --api-key.",
+    ),
+]
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option("--api-key", envvar="RAG_API_KEY", help="The key for --server (rag keys create)."),
+]
 CollectionOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -53,6 +67,16 @@ CollectionOpt = Annotated[
         help="Only the documents of this collection (repeat for several; see `rag collections`).",
     ),
 ]
+
+
+def remote_kb(server: str, api_key: str | None) -> RemoteKB:
+    """The running server to ask (exit 2 without a key)."""
+    from rag_app.cli.remote import RemoteKB
+
+    if not api_key:
+        err.print("[red]error:[/red] --server needs --api-key (or RAG_API_KEY): rag keys create")
+        raise typer.Exit(2)
+    return RemoteKB(url=server, key=api_key)
 
 
 def check_collections(base: KnowledgeBase, tenant: str, names: list[str] | None) -> None:

@@ -11,9 +11,11 @@ import typer
 from rich.markup import escape
 
 from rag_app.cli.common import (
+    ApiKeyOpt,
     CollectionOpt,
     JsonOpt,
     KbOpt,
+    ServerOpt,
     TenantOpt,
     check_collections,
     emit_json,
@@ -21,6 +23,7 @@ from rag_app.cli.common import (
     filename,
     open_kb,
     out,
+    remote_kb,
     warn_if_empty,
 )
 from rag_app.cli_output import (
@@ -42,6 +45,8 @@ def retrieve(
     tenant: TenantOpt = "default",
     top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100)] = 5,
     collection: CollectionOpt = None,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show the chunks that best match a question, with their sources and spans.
@@ -49,19 +54,32 @@ def retrieve(
     Scores are the retrieval's: "fused" (dense + BM25 by reciprocal-rank fusion, small numbers
     such as 0.03) unless RAG_RETRIEVAL_MODE picks one branch ("dense", "bm25").
     """
-    with open_kb(kb, read_only=True) as base:
-        warn_if_empty(base, tenant)
-        check_collections(base, tenant, collection)
+    from rag_app.config import Settings
+
+    if server:
+        from rag_app.cli.remote import RemoteError
+
         try:
-            hits = base.retrieve(question, top_k=top_k, tenant=tenant, collections=collection)
-            rows = sources_json(hits, lambda doc_id: filename(base, doc_id))
-        except ValueError as exc:
-            err.print(f"[red]error:[/red] {exc}")
+            hits, rows = remote_kb(server, api_key).retrieve(question, top_k, collection)
+        except RemoteError as exc:
+            err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
             raise typer.Exit(2) from exc
+        settings = Settings()
+    else:
+        with open_kb(kb, read_only=True) as base:
+            warn_if_empty(base, tenant)
+            check_collections(base, tenant, collection)
+            try:
+                hits = base.retrieve(question, top_k=top_k, tenant=tenant, collections=collection)
+                rows = sources_json(hits, lambda doc_id: filename(base, doc_id))
+            except ValueError as exc:
+                err.print(f"[red]error:[/red] {exc}")
+                raise typer.Exit(2) from exc
+        settings = base.settings
     if as_json:
         emit_json(rows)
         return
-    score_name = retrieval_score_name(base.settings)
+    score_name = retrieval_score_name(settings)
     out.print(f"[bold]Q:[/bold] {question}")
     if not hits:
         out.print("[yellow]no matching chunks (is the knowledge base empty?)[/yellow]")
@@ -98,6 +116,8 @@ def ask(
             "--show-context", help=r"Print each cited chunk (its \[n] is in the answer) in full."
         ),
     ] = False,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Answer from the knowledge base with numbered citations, or refuse.
@@ -111,12 +131,34 @@ def ask(
     lenient, off).
 
     Many questions: rag ask --questions questions.txt --json > answers.jsonl loads the models
-    once (start-up is most of one question's wall time).
+    once (start-up is most of one question's wall time), or, with a `rag serve` running,
+    --server URL --api-key KEY (or RAG_SERVER, RAG_API_KEY) asks it: no start-up at all.
     """
     if (question is None) == (questions is None):
         err.print("[red]error:[/red] give a question or --questions FILE (not both)")
         raise typer.Exit(2)
     asked = [question] if question is not None else _read_questions(questions)
+
+    def emit(i: int, answer: Answer, rows: list[dict[str, Any]], score_name: str) -> None:
+        if as_json:
+            emit_json({**answer.model_dump(), "sources": rows}, line=questions is not None)
+            return
+        if i:
+            out.print()
+        print_answer(answer, rows, score_name, show_context)
+
+    if server:
+        from rag_app.cli.remote import RemoteError
+        from rag_app.config import Settings
+
+        remote, score_name = remote_kb(server, api_key), answer_score_name(Settings())
+        for i, text in enumerate(asked):
+            try:
+                emit(i, *remote.ask(text, top_k, collection), score_name)
+            except RemoteError as exc:
+                err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+                raise typer.Exit(2) from exc
+        return
     with open_kb(kb, read_only=True) as base:
         warn_if_empty(base, tenant)
         check_collections(base, tenant, collection)
@@ -128,13 +170,7 @@ def ask(
             except ValueError as exc:
                 err.print(f"[red]error:[/red] {exc}")
                 raise typer.Exit(2) from exc
-            record = {**answer.model_dump(), "sources": rows}
-            if as_json:
-                emit_json(record, line=questions is not None)
-            else:
-                if i:
-                    out.print()
-                print_answer(answer, rows, score_name, show_context)
+            emit(i, answer, rows, score_name)
 
 
 def _read_questions(path: Path | None) -> list[str]:
