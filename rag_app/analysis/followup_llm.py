@@ -105,7 +105,9 @@ class LLMFollowUpRewriter:
             return None
         text = clean_rewrite(reply.message.content or "", question, history)
         if text is None:
+            # the reply's length, not its text: it may quote the user's conversation
             logger.warning(
-                "follow-up rewrite rejected, rules used: %r", (reply.message.content or "")[:200]
+                "follow-up rewrite rejected (%d characters), rules used",
+                len(reply.message.content or ""),
             )
         return text

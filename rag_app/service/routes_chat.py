@@ -49,7 +49,9 @@ def chat(key: KeyDep, body: ChatBody, state: StateDep) -> ChatOut | StreamingRes
         found = state.kb.chat.store.collections_of(key.tenant, key.key_id, body.conversation_id)
         if found is None:
             raise _not_found(body.conversation_id)
-        stored = found
+        # a deleted collection no longer scopes it (the conversation then shows, and asks, all)
+        alive = {c.collection_id for c in state.kb.collections.all(key.tenant, only=found)}
+        stored = [i for i in found if i in alive]
     names = as_names(body.collection)
     scope = scope_for(state, key, names, body.doc_ids, ids=[] if names else stored)
     chosen = state.kb.collections.ids(key.tenant, names) if names else stored

@@ -289,3 +289,23 @@ def test_a_ledger_made_before_collections_gains_them(tmp_path: Path) -> None:
         assert store.collections_of("acme", "k", new) == ["x1"]
     finally:
         ledger.close()
+
+
+def test_a_conversation_whose_collection_was_deleted_asks_everywhere(service: Service) -> None:
+    _two_collections(service)
+    first = service.client.post(
+        "/api/chat",
+        json={"question": "住宿标准是多少？", "collection": "财务制度"},
+        headers=service.editor,
+    ).json()
+    service.client.delete("/api/collections/财务制度", headers=service.editor)
+    stored = service.client.get(
+        f"/api/conversations/{first['conversation_id']}", headers=service.editor
+    ).json()
+    assert stored["collections"] == []  # what the next turn reads: all the documents
+    second = service.client.post(
+        "/api/chat",
+        json={"question": "周末值班补贴是多少？", "conversation_id": first["conversation_id"]},
+        headers=service.editor,
+    ).json()
+    assert second["collections"] == [] and "300" in second["answer"]
