@@ -1,5 +1,6 @@
 /* The API client and the key's identity: the page state, fetch with the Bearer key, errors in
- * words, /api/me (tenant and role, and what the role may do), /api/health.
+ * words, answers streamed as server-sent events (apiStream, sseParser), /api/me (tenant, role,
+ * the collections a key is limited to, and what it may do), /api/health.
  */
 
 import { $, el, append, clear, show } from "./dom.js";
@@ -8,7 +9,7 @@ var ACTIVE = { PENDING: true, PROCESSING: true };
 
 var state = {
   key: "",
-  me: null, // {tenant, role, key_id}
+  me: null, // {tenant, role, key_id, collections: the names a key is limited to, null: all}
   docs: [],
   rows: {}, // doc_id -> <tr>
   pollTimer: null,
@@ -49,8 +50,7 @@ function detailText(body, status) {
   return "HTTP " + status;
 }
 
-function api(path, opts) {
-  opts = opts || {};
+function request(path, opts) {
   var headers = {};
   if (state.key) headers["Authorization"] = "Bearer " + state.key;
   var init = { method: opts.method || "GET", headers: headers };
@@ -60,26 +60,143 @@ function api(path, opts) {
   } else if (opts.form) {
     init.body = opts.form; // the browser sets the multipart boundary
   }
-  return fetch(path, init).then(
-    function (resp) {
-      return resp.text().then(function (raw) {
-        var body = null;
-        if (raw) {
-          try { body = JSON.parse(raw); } catch (e) { body = { detail: raw.slice(0, 300) }; }
-        }
-        if (!resp.ok) {
-          var err = new ApiError(resp.status, detailText(body, resp.status), body);
-          // quiet: the caller shows a 403 itself (no page-wide banner)
-          if (resp.status === 401 || (resp.status === 403 && !opts.quiet)) noteAuthError(err);
-          throw err;
-        }
-        return body;
-      });
-    },
-    function (netErr) {
-      throw new ApiError(0, "无法连接服务 (network error): " + netErr.message, null);
+  return fetch(path, init).then(null, function (netErr) {
+    throw new ApiError(0, "无法连接服务 (network error): " + netErr.message, null);
+  });
+}
+
+/** A response's text as JSON (or its first 300 characters as the detail); an ApiError if the
+ * status is not 2xx. */
+function jsonBody(resp, opts) {
+  return resp.text().then(function (raw) {
+    var body = null;
+    if (raw) {
+      try { body = JSON.parse(raw); } catch (e) { body = { detail: raw.slice(0, 300) }; }
     }
-  );
+    if (!resp.ok) {
+      var err = new ApiError(resp.status, detailText(body, resp.status), body);
+      // quiet: the caller shows a 403 itself (no page-wide banner)
+      if (resp.status === 401 || (resp.status === 403 && !opts.quiet)) noteAuthError(err);
+      throw err;
+    }
+    return body;
+  });
+}
+
+function api(path, opts) {
+  opts = opts || {};
+  return request(path, opts).then(function (resp) { return jsonBody(resp, opts); });
+}
+
+// ---------------------------------------------------------------- streamed answers
+
+/** Server-sent events from text that arrives in pieces: push(text) as it comes (an event, a
+ * line, even a CR LF may be split anywhere), end() when it stops; onEvent(name, data) for each
+ * complete event (data: its data lines joined by "\n"; name: "message" when it has none). */
+function sseParser(onEvent) {
+  var buf = "";
+  var skipLF = false; // the piece before ended in CR: a LF starting this one belongs to it
+  var name = "";
+  var data = null;
+
+  function line(s) {
+    if (s === "") { // a blank line ends the event
+      if (data !== null) onEvent(name || "message", data.join("\n"));
+      name = "";
+      data = null;
+      return;
+    }
+    if (s.charAt(0) === ":") return; // a comment (a keep-alive)
+    var at = s.indexOf(":");
+    var field = at === -1 ? s : s.slice(0, at);
+    var value = at === -1 ? "" : s.slice(at + 1);
+    if (value.charAt(0) === " ") value = value.slice(1);
+    if (field === "event") name = value;
+    else if (field === "data") (data = data || []).push(value);
+  }
+
+  return {
+    push: function (text) {
+      buf += text;
+      if (skipLF && buf) {
+        if (buf.charAt(0) === "\n") buf = buf.slice(1);
+        skipLF = false;
+      }
+      var start = 0;
+      for (var i = 0; i < buf.length; i++) {
+        var c = buf.charAt(i);
+        if (c !== "\n" && c !== "\r") continue;
+        line(buf.slice(start, i));
+        if (c === "\r") {
+          if (i + 1 === buf.length) skipLF = true;
+          else if (buf.charAt(i + 1) === "\n") i++;
+        }
+        start = i + 1;
+      }
+      buf = buf.slice(start);
+    },
+    end: function () {
+      if (buf) line(buf);
+      buf = "";
+      line(""); // an event not closed by a blank line still counts
+    },
+  };
+}
+
+/** Whether this browser can read a response as it arrives (fetch with a readable body). */
+function canStream() {
+  return typeof ReadableStream !== "undefined" && typeof TextDecoder !== "undefined" &&
+    typeof Response !== "undefined" && "body" in Response.prototype;
+}
+
+/** POST `json` with stream: true: onDelta(text, sofar) for each piece of the answer as it is
+ * written; resolves with the `answer` event's response (the text that counts), rejects with an
+ * ApiError for an HTTP error (JSON, as api()), an `error` event, or a stream cut short. */
+function apiStream(path, json, onDelta, opts) {
+  opts = opts || {};
+  var body = Object.assign({}, json, { stream: true });
+  return request(path, { method: "POST", json: body }).then(function (resp) {
+    var type = (resp.headers.get("Content-Type") || "").toLowerCase();
+    if (!resp.ok || type.indexOf("text/event-stream") === -1) return jsonBody(resp, opts);
+    var answer = null, failure = null, sofar = "";
+    var parser = sseParser(function (name, data) {
+      var payload;
+      try { payload = JSON.parse(data); } catch (e) { return; }
+      if (name === "delta" && answer === null && failure === null) {
+        sofar += String((payload && payload.text) || "");
+        if (onDelta) onDelta(String((payload && payload.text) || ""), sofar);
+      } else if (name === "answer") {
+        answer = payload;
+      } else if (name === "error") {
+        var status = (payload && payload.status) || 500;
+        failure = new ApiError(status, detailText(payload, status), payload);
+      }
+    });
+    function settle() {
+      parser.end();
+      if (failure) throw failure;
+      if (answer === null) throw new ApiError(0, "回答未完整返回：连接中断 (stream ended early)", null);
+      return answer;
+    }
+    if (!resp.body || typeof resp.body.getReader !== "function") {
+      return resp.text().then(function (raw) { parser.push(raw); return settle(); });
+    }
+    var reader = resp.body.getReader();
+    var decoder = new TextDecoder("utf-8");
+    function next() {
+      return reader.read().then(function (chunk) {
+        if (chunk.done) {
+          parser.push(decoder.decode());
+          return settle();
+        }
+        parser.push(decoder.decode(chunk.value, { stream: true }));
+        return next();
+      }, function (netErr) {
+        throw new ApiError(0, "回答未完整返回：连接中断 (network error): " + netErr.message, null);
+      });
+    }
+    return next();
+  });
 }
 
 // What an HTTP status means, in words; the server's reason follows when it gave one.
@@ -90,7 +207,7 @@ var STATUS_WORDS = {
   503: "服务暂不可用", 504: "服务响应超时",
 };
 // bodies that only repeat the status line ("Internal Server Error") are no reason
-var GENERIC_DETAIL = /^(HTTP \d+|internal server error|bad gateway|service unavailable|gateway timeout|not found)$/i;
+var GENERIC_DETAIL = /^(HTTP \d+|internal (server )?error|bad gateway|service unavailable|gateway timeout|not found)$/i;
 
 function errText(err) {
   if (!(err instanceof ApiError)) return String(err && err.message ? err.message : err);
@@ -123,6 +240,11 @@ function canEdit() {
   return !!(state.me && state.me.role === "editor");
 }
 
+/** A key limited to some collections (/api/me's collections): it manages none of them. */
+function isLimited() {
+  return !!(state.me && Array.isArray(state.me.collections));
+}
+
 function renderWhoami() {
   var who = $("whoami");
   clear(who);
@@ -142,7 +264,13 @@ function renderWhoami() {
         class: "role role-" + state.me.role,
         "data-testid": "whoami-role",
         text: state.me.role === "editor" ? "editor 编辑" : "reader 只读",
-      })
+      }),
+      // short: the selector lists them; the names in the tooltip
+      isLimited() ? el("span", {
+        class: "limited muted", "data-testid": "whoami-collections",
+        title: "此 key 仅限集合：" + (state.me.collections.join("、") || "（无）"),
+        text: " · 限 " + state.me.collections.length + " 个集合",
+      }) : null
     );
     who.title = "key_id: " + (state.me.key_id || "");
   }
@@ -218,5 +346,6 @@ function loadHealth() {
 }
 
 export {
-  ACTIVE, state, ApiError, api, errText, canEdit, renderWhoami, applyRowRole, loadMe, loadHealth,
+  ACTIVE, state, ApiError, api, apiStream, canStream, sseParser, errText, canEdit, isLimited,
+  renderWhoami, applyRowRole, loadMe, loadHealth,
 };

@@ -18,6 +18,8 @@ import { loadCollections, setupCollections } from "./collections.js";
 var KEY_STORAGE = "rag_api_key";
 
 function saveKey(key) {
+  // another key: the conversation was the last key's (this one could not continue it)
+  if (state.key && key.trim() !== state.key) newConversation("已更换 API key：新对话。");
   state.key = key.trim();
   try {
     if (state.key) localStorage.setItem(KEY_STORAGE, state.key);

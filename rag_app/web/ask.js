@@ -1,14 +1,14 @@
 /* Asking, in a conversation (conversation.js; /api/chat): the question (within the chosen
- * collection, optionally limited to the chosen documents), the answer with its [n]
- * citation markers, a refusal's reason, its closest unit and 最接近的资料, timings, and the citation
- * pop-up.
+ * collection, optionally limited to the chosen documents), the answer streamed as it is written
+ * (plain text, 生成中…; stream: true) and then shown whole with its [n] citation markers, a
+ * refusal's reason, its closest unit and 最接近的资料, timings, and the citation pop-up.
  */
 
 import { $, el, append, clear, show, fmtScore, fmtProb, hasBlockType, pathNode } from "./dom.js";
-import { state, api, errText } from "./api.js";
+import { state, api, apiStream, canStream, errText } from "./api.js";
 import { chunkTextNode } from "./chunks.js";
 import { selectedNames } from "./documents.js";
-import { conversationBody, recordTurn } from "./conversation.js";
+import { conversationBody, currentConversation, recordTurn } from "./conversation.js";
 
 var lastAnswer = null;
 
@@ -28,33 +28,78 @@ function ask() {
   var body = conversationBody({
     question: q, top_k: 5, doc_ids: ids.length ? ids : null, collection: within,
   });
-  api("/api/chat", { method: "POST", json: body }).then(
+  var streamed = false;
+  var asking = currentConversation();
+  function current() { // not left meanwhile (新对话, another collection, a reopened one)
+    return within === (state.collection || null) && asking === currentConversation();
+  }
+  var asked = canStream()
+    ? apiStream("/api/chat", body, function (piece, sofar) {
+      if (!current()) return;
+      streamed = true;
+      renderPartial(sofar, scope, within);
+    })
+    : api("/api/chat", { method: "POST", json: body });
+  asked.then(
     function (res) {
-      if (within !== (state.collection || null)) return; // the scope changed meanwhile: a new chat
-      renderAnswer(res, scope, within);
+      if (!current()) return;
+      renderAnswer(res, scope, within); // the answer event's text counts, not the pieces
       recordTurn(q, res, within);
     },
     function (err) {
+      if (streamed && current()) $("answer-box").hidden = true; // half an answer is none
       show($("ask-error"), "提问失败：" + errText(err));
     }
   ).then(function () {
+    $("answer").classList.remove("streaming");
+    $("answer").removeAttribute("aria-busy");
     btn.disabled = false;
     $("ask-status").textContent = "";
   });
+}
+
+function renderScope(scope, collection) {
+  var docs = scope ? "仅限选中的文档 (" + scope.length + ")：" + scope.join("、") : "";
+  show($("answer-scope"), [collection ? "集合「" + collection + "」" : "", docs]
+    .filter(Boolean).join(" · "));
+}
+
+/** The answer as it is being written: plain text (its [n] not yet links), 生成中…; the last
+ * answer's sources, reason, timings and feedback are gone. */
+function renderPartial(text, scope, collection) {
+  var out = $("answer");
+  if (!out.classList.contains("streaming")) {
+    lastAnswer = null;
+    renderScope(scope, collection);
+    show($("answer-resolved"), "");
+    show($("answer-reason"), "");
+    clear($("answer-closest"));
+    $("answer-closest").hidden = true;
+    show($("source-heading"), "");
+    clear($("source-list"));
+    $("timings").textContent = "";
+    $("feedback").hidden = true;
+    out.classList.remove("refused");
+    out.classList.add("streaming");
+    out.setAttribute("aria-busy", "true");
+    $("answer-box").hidden = false;
+    $("ask-status").textContent = "生成中…";
+  }
+  out.textContent = text;
 }
 
 /** `scope`: the names of the documents the question was limited to (null: all of them);
  * `collection`: the collection it was asked in (null: none). */
 function renderAnswer(res, scope, collection) {
   lastAnswer = res;
-  var docs = scope ? "仅限选中的文档 (" + scope.length + ")：" + scope.join("、") : "";
-  show($("answer-scope"), [collection ? "集合「" + collection + "」" : "", docs]
-    .filter(Boolean).join(" · "));
+  renderScope(scope, collection);
   var sources = res.sources || [];
   var box = $("answer-box");
   var out = $("answer");
   clear(out);
   box.hidden = false;
+  out.classList.remove("streaming");
+  out.removeAttribute("aria-busy");
   out.classList.toggle("refused", !!res.refused);
 
   // Split on [n]: every valid marker becomes a button that opens sources[n-1].

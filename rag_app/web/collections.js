@@ -1,11 +1,13 @@
 /* Collections: the 知识范围 selector (all documents, or one collection: the scope of every
  * question and of 有用/有误, the document list's filter, where uploads go; remembered per key),
- * 新建集合, and the scope's latest 👎 (最近的差评, editor keys: GET /api/feedback is theirs).
- * Switching the scope starts a new conversation (setupCollections' onChange, given by app.js).
+ * 新建集合 (whole-tenant editor keys: a key limited to some collections manages none), and the
+ * scope's latest 👎 (最近的差评, editor keys: GET /api/feedback is theirs).
+ * Switching the scope starts a new conversation (setupCollections' onChange, given by app.js);
+ * reopening a conversation chooses its collection without one (adoptScope).
  */
 
 import { $, el, append, clear, show, fmtTime } from "./dom.js";
-import { state, api, errText, canEdit } from "./api.js";
+import { state, api, errText, canEdit, isLimited } from "./api.js";
 
 var STORE = "rag_collection:"; // + tenant:key_id -> the chosen collection's name
 var RECENT = 10;
@@ -64,12 +66,15 @@ function loadCollections(restore) {
 function renderSelector() {
   var select = $("collection-select");
   clear(select);
-  append(select, el("option", { value: "", text: "全部文档 All documents" }));
+  // a limited key's "all" is its own collections' documents
+  append(select, el("option", {
+    value: "", text: isLimited() ? "全部文档（本 key 可用的集合）" : "全部文档 All documents",
+  }));
   state.collections.forEach(function (c) {
     append(select, el("option", { value: c.name, text: c.name + " (" + c.documents + ")" }));
   });
   select.value = state.collection;
-  $("collection-new").hidden = !canEdit();
+  $("collection-new").hidden = !canEdit() || isLimited();
   renderScope();
 }
 
@@ -93,8 +98,24 @@ function choose(name) {
   if (onChange) onChange();
 }
 
+/** Choose `name` (a reopened conversation's collection) without starting a new conversation;
+ * one not (or no longer) among the key's collections: all documents. Returns the one chosen. */
+function adoptScope(name) {
+  var known = state.collections.some(function (c) { return c.name === name; });
+  var chosen = name && known ? name : "";
+  show($("collection-error"), "");
+  if (chosen !== state.collection) {
+    state.collection = chosen;
+    remember(chosen);
+    $("collection-select").value = chosen;
+    renderScope();
+    loadRecentDown();
+  }
+  return chosen;
+}
+
 function createCollection() {
-  if (!canEdit()) return;
+  if (!canEdit() || isLimited()) return;
   var name = window.prompt("新集合的名称（例如 HR制度）\nNew collection name", "");
   if (name === null) return;
   name = name.trim();
@@ -198,4 +219,4 @@ function setupCollections(changed) {
   $("collection-new").addEventListener("click", createCollection);
 }
 
-export { loadCollections, loadRecentDown, setMembership, setupCollections };
+export { adoptScope, loadCollections, loadRecentDown, setMembership, setupCollections };

@@ -2,17 +2,24 @@
  * (each question and how it was understood: a follow-up completed from the previous turn), "新对话",
  * and 有用/有误 (👍/👎) with a comment on the latest answer (/api/feedback, with the collection it
  * was asked in; a 👎 refreshes 最近的差评). A conversation stays in one collection: switching the
- * collection starts a new one (collections.js, app.js). The buttons are words:
+ * collection starts a new one (collections.js, app.js); reopening one chooses its collection
+ * (without starting a new one: its next turn and feedback carry it). The buttons are words:
  * a machine without an emoji font shows the emoji as boxes.
  */
 
 import { $, el, append, clear, show } from "./dom.js";
-import { api, errText } from "./api.js";
-import { loadRecentDown } from "./collections.js";
+import { state, api, errText } from "./api.js";
+import { adoptScope, loadRecentDown } from "./collections.js";
+import { loadDocs } from "./documents.js";
 
-// collection: the one its turns were asked in (null: none; undefined: unknown, a reopened one)
+// collection: the one its turns were asked in (null: none, all documents)
 var conversation = { id: null, turns: [], collection: null };
 var render = null; // ask.js's renderAnswer, given by setupConversation (no import cycle)
+
+/** The conversation now (another object once it is left: 新对话, switched, reopened). */
+function currentConversation() {
+  return conversation;
+}
 
 /** The request body's conversation part: continue the current one, if any. */
 function conversationBody(body) {
@@ -50,20 +57,27 @@ function loadHistory() {
   }, function () { $("chat-history").hidden = true; });
 }
 
-/** Reopen a past conversation: its turns, its last answer; the next question continues it. */
+/** Reopen a past conversation: its turns, its last answer, its collection chosen in 知识范围
+ * (all documents, with a note, when that one is gone); the next question continues it. */
 function openConversation(id) {
   if (!id) return;
   api("/api/conversations/" + encodeURIComponent(id)).then(function (body) {
     var turns = body.turns || [];
+    var wanted = (body.collections || [])[0] || "";
+    var before = state.collection;
+    var chosen = adoptScope(wanted);
     conversation = {
       id: body.conversation_id,
       turns: turns.map(function (t) { return { question: t.question, resolved: t.resolved_question }; }),
-      collection: undefined,
+      collection: chosen || null,
     };
+    if (chosen !== before) loadDocs();
+    $("ask-status").textContent = wanted && chosen !== wanted
+      ? "该对话的集合「" + wanted + "」已不存在：显示全部文档。" : "";
     renderTurns();
     var last = turns[turns.length - 1];
     if (!last || !render) return;
-    render(last.answer, null);
+    render(last.answer, null, chosen || null);
     var understood = last.resolved_question !== last.question;
     show($("answer-resolved"), understood ? "理解为：" + last.resolved_question : "");
     show($("feedback-status"), "");
@@ -118,4 +132,6 @@ function setupConversation(renderAnswer) {
   $("feedback-down").addEventListener("click", function () { sendFeedback("down"); });
 }
 
-export { conversationBody, loadHistory, newConversation, recordTurn, setupConversation };
+export {
+  conversationBody, currentConversation, loadHistory, newConversation, recordTurn, setupConversation,
+};

@@ -71,6 +71,7 @@ class Live:
     editor_key: str
     reader_key: str
     docs_dir: Path
+    kb: Any  # the app's KnowledgeBase (a key limited to some collections is made with its ledger)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, embed_model: Any) -> Iterator
     docs_dir.mkdir()
     server = LiveServer(app).start()
     try:
-        yield Live(server.url, editor_key, reader_key, docs_dir)
+        yield Live(server.url, editor_key, reader_key, docs_dir, kb)
     finally:
         server.stop()
         kb.close()
@@ -965,3 +966,171 @@ def test_collections_scope_the_question_the_list_uploads_and_recent_thumbs_down(
         for doc_id in (hr_doc, vendor_doc):
             if doc_id:
                 _delete(live, doc_id)
+
+
+ROOMS_MD = (
+    "# 会议室管理规定\n\n## 预订规则\n\n会议室须提前 2 小时在系统中预订，单次预订不超过 4 小时。\n"
+)
+
+# What #answer and #ask-status went through: each node added to them (text or a data-testid)
+# and #answer's class before each change (the records keep every step, however fast they came).
+WATCH_ANSWER_JS = """() => {
+    window.__seen = [];
+    const observer = new MutationObserver((records) => {
+        for (const r of records) {
+            if (r.type === "attributes") window.__seen.push({id: r.target.id, cls: r.oldValue});
+            else for (const n of r.addedNodes) window.__seen.push({
+                id: r.target.id,
+                node: n.nodeType === 3 ? "text" : n.getAttribute("data-testid"),
+                text: n.textContent,
+            });
+        }
+    });
+    for (const id of ["answer", "ask-status"]) observer.observe(document.getElementById(id), {
+        childList: true, attributes: true, attributeFilter: ["class"], attributeOldValue: true,
+    });
+}"""
+
+
+def test_a_streamed_answer_and_a_conversation_reopened_in_its_collection(
+    live: Live, browser: Any, tmp_path: Path
+) -> None:
+    """At 1280 px: /api/chat is asked with stream: true and answers with server-sent events; the
+    answer grows as plain text (生成中…), then shows whole with clickable [n]. A conversation
+    started in a collection, reopened from 历史对话 after switching to 全部文档, chooses that
+    collection again without starting a new conversation: its next turn and a 👎 carry it; one
+    whose collection is gone shows 全部文档 with a note. A key limited to the collection sees no
+    新建集合."""
+    import httpx
+
+    from rag_app.service.auth import create_key
+
+    headers = {"Authorization": f"Bearer {live.editor_key}"}
+    name, filename = "行政制度", "会议室管理规定.md"
+    response = httpx.post(f"{live.url}/api/collections", json={"name": name}, headers=headers)
+    assert response.status_code == 201, response.text
+    response = httpx.post(
+        f"{live.url}/api/documents",
+        params={"collection": name},
+        files={"file": (filename, ROOMS_MD.encode())},
+        headers=headers,
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    doc_id = response.json()["doc_id"]
+    limited_key = create_key(live.kb.ledger, "acme", "editor", "browser test limited", [name])
+
+    context, page = _sized_page(browser, 1280, 900)
+    watch = PageWatch().attach(page)
+    shot = Shots(page, tmp_path)
+    requests: list[Any] = []
+    page.on(
+        "request",
+        lambda r: requests.append(r.post_data_json) if r.url.endswith("/api/chat") else None,
+    )
+    try:
+        page.goto(live.url + "/")
+        _save_key(page, live.editor_key)
+        select = page.get_by_test_id("collection-select")
+        expect(page.get_by_test_id("collection-new")).to_be_visible()  # a whole-tenant editor
+        select.select_option(name)
+        row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
+        expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
+
+        # streamed: stream: true out, text/event-stream back; plain text first, then markers
+        page.evaluate(WATCH_ANSWER_JS)
+        question = "会议室需要提前多久预订？"
+        page.get_by_test_id("ask-input").fill(question)
+        with page.expect_response(lambda r: r.url.endswith("/api/chat")) as info:
+            page.get_by_test_id("ask-button").click()
+        assert info.value.request.post_data_json["stream"] is True
+        assert info.value.headers["content-type"].startswith("text/event-stream")
+        answer = page.get_by_test_id("answer")
+        expect(answer).to_contain_text("2 小时", timeout=INGEST_TIMEOUT_MS)
+        markers = answer.get_by_test_id("citation-marker")
+        expect(markers.first).to_be_visible()
+        expect(answer).not_to_have_class(re.compile("streaming"))
+        expect(page.get_by_test_id("feedback")).to_be_visible()
+        expect(page.get_by_test_id("answer-scope")).to_have_text(f"集合「{name}」")
+        seen = page.evaluate("window.__seen")
+        growing = [
+            s
+            for s in seen
+            if s["id"] == "answer" and s.get("node") == "text" and "[1]" in s["text"]
+        ]
+        assert growing, seen  # the [1] as written, before it became a button
+        assert {"id": "answer", "cls": "answer streaming"} in seen, seen
+        assert {"id": "ask-status", "node": "text", "text": "生成中…"} in seen, seen
+        shot("streamed-answer")
+        markers.first.click()
+        popup = page.get_by_test_id("citation-popup")
+        expect(popup).to_be_visible()
+        expect(popup.get_by_test_id("citation-filename")).to_have_text(filename)
+        page.keyboard.press("Escape")
+        expect(popup).to_be_hidden()
+
+        # 全部文档: a new conversation; reopened, it is in its collection again
+        select.select_option("")
+        expect(page.locator("#answer-box")).to_be_hidden()
+        history = page.get_by_test_id("chat-history")
+        ours = history.locator("option", has_text=f"{question} · 1 轮")
+        expect(ours).to_have_count(1)
+        conversation_id = ours.get_attribute("value")
+        history.select_option(conversation_id)
+        expect(select).to_have_value(name)
+        expect(page.get_by_test_id("answer-scope")).to_have_text(f"集合「{name}」")
+        expect(page.get_by_test_id("doc-scope")).to_have_text(f"集合「{name}」")
+        expect(answer).to_contain_text("2 小时")
+        expect(page.get_by_test_id("new-chat")).to_be_visible()  # still that conversation
+        page.get_by_test_id("ask-input").fill("会议室单次预订不超过多久？")
+        page.get_by_test_id("ask-button").click()
+        expect(page.get_by_test_id("chat-turn")).to_have_count(1, timeout=INGEST_TIMEOUT_MS)
+        assert requests[-1]["conversation_id"] == conversation_id, requests
+        assert requests[-1]["collection"] == name and requests[-1]["stream"] is True, requests
+        expect(answer).to_contain_text("4 小时")
+        comment = "应写明能否跨天预订"
+        page.get_by_test_id("feedback-comment").fill(comment)
+        page.get_by_test_id("feedback-down").click()
+        expect(page.get_by_test_id("feedback-status")).to_contain_text("已记录")
+        shot("reopened-in-its-collection")
+        records = _api(live, "/api/feedback?rating=down", live.editor_key)["feedback"]
+        (record,) = [r for r in records if r["comment"] == comment]
+        assert record["settings"]["collections"] == [name], record
+
+        # its collection gone (the server says so): 全部文档, with a note
+        def gone(route: Any) -> None:
+            found = route.fetch()
+            route.fulfill(response=found, json={**found.json(), "collections": ["已删除的集合"]})
+
+        page.route(re.compile(r"/api/conversations/[0-9a-f]{16}$"), gone)
+        page.get_by_test_id("new-chat").click()
+        history.select_option(conversation_id)
+        expect(page.get_by_test_id("chat-turn")).to_have_count(1)
+        expect(select).to_have_value("")
+        expect(page.locator("#ask-status")).to_have_text(
+            "该对话的集合「已删除的集合」已不存在：显示全部文档。"
+        )
+        expect(page.get_by_test_id("answer-scope")).to_be_hidden()
+        page.unroute(re.compile(r"/api/conversations/[0-9a-f]{16}$"))
+
+        # a key limited to the collection: no 新建集合, its limit beside the role; the other
+        # key's conversation is left
+        _save_key(page, limited_key)
+        limit = page.get_by_test_id("whoami-collections")
+        expect(limit).to_have_text(" · 限 1 个集合")
+        expect(limit).to_have_attribute("title", f"此 key 仅限集合：{name}")
+        expect(page.get_by_test_id("chat-turns")).to_be_hidden()
+        expect(page.locator("#answer-box")).to_be_hidden()
+        expect(select.locator("option", has_text=name)).to_have_count(1)
+        expect(page.get_by_test_id("collection-new")).to_be_hidden()
+        shot("limited-key")
+        watch.assert_clean()
+    finally:
+        context.close()
+        httpx.delete(
+            f"{live.url}/api/collections/{name}",
+            params={"documents": "delete"},
+            headers=headers,
+            timeout=30,
+        )
+        _delete(live, doc_id)

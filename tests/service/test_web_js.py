@@ -1,5 +1,5 @@
-"""The browser UI's pure helpers (rag_app/web/dom.js, api.js), run under node: times and error
-words. The UI's scripts are ES modules with a .js name, which node reads as modules only under a
+"""The browser UI's pure helpers (rag_app/web/dom.js, api.js), run under node: times, error
+words, and answers streamed as server-sent events (the parser, apiStream on a fake fetch). The UI's scripts are ES modules with a .js name, which node reads as modules only under a
 package.json saying so: the test imports copies of them from a directory that has one."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_errors_are_words_with_the_servers_reason(modules: Path) -> None:
     texts = run_js(
         modules,
         "[[500, 'Internal Server Error'], [415, \"unsupported file type '.exe'\"], "
-        "[503, 'ledger is locked'], [418, 'teapot'], [0, '无法连接服务']]"
+        "[503, 'ledger is locked'], [418, 'teapot'], [0, '无法连接服务'], [500, 'internal error']]"
         ".map(function (a) { return ui.errText(new ui.ApiError(a[0], a[1], null)); })",
     )
     assert texts == [
@@ -75,4 +75,140 @@ def test_errors_are_words_with_the_servers_reason(modules: Path) -> None:
         "服务暂不可用：ledger is locked（HTTP 503）",
         "请求失败：teapot（HTTP 418）",
         "无法连接服务",
+        "服务器内部错误（HTTP 500）",  # a streamed answer's failure says no more
     ]
+
+
+# the events /api/chat streams (rag_app/service/streaming.py), a keep-alive comment among them
+EVENTS = [
+    ("delta", '{"text": "一线城市住宿标准为每晚 600 元[1]"}'),
+    ("delta", '{"text": "。\\n其他城市 400 元。"}'),
+    ("answer", '{"answer": "一线城市住宿标准为每晚 600 元[1]。", "sources": [{}]}'),
+    ("end", "{}"),
+]
+
+
+def _stream_text(newline: str) -> str:
+    lines: list[str] = []
+    for i, (name, data) in enumerate(EVENTS):
+        if i == 1:
+            lines.append(": keep-alive")
+        lines += [f"event: {name}", f"data: {data}", ""]
+    return newline.join(lines) + newline
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_server_sent_events_split_anywhere_parse_the_same(modules: Path, newline: str) -> None:
+    """The parser gets the stream as it arrives: whole, a character at a time, or cut in two at
+    every point (between CR and LF too); LF, CR LF and CR all end lines."""
+    text = _stream_text(newline)
+    got = run_js(
+        modules,
+        f"""(function (text) {{
+            function run(pieces) {{
+                var got = [];
+                var parser = ui.sseParser(function (name, data) {{ got.push([name, data]); }});
+                pieces.forEach(function (p) {{ parser.push(p); }});
+                parser.end();
+                return got;
+            }}
+            var whole = run([text]);
+            var same = run(text.split("")).length === whole.length &&
+                JSON.stringify(run(text.split(""))) === JSON.stringify(whole);
+            for (var i = 0; i <= text.length; i++) {{
+                var two = run([text.slice(0, i), text.slice(i)]);
+                if (JSON.stringify(two) !== JSON.stringify(whole)) same = "split at " + i;
+            }}
+            return {{whole: whole, same: same}};
+        }})({json.dumps(text)})""",
+    )
+    assert got == {"whole": [list(e) for e in EVENTS], "same": True}
+
+
+def test_server_sent_events_data_lines_join_and_a_last_event_counts(modules: Path) -> None:
+    got = run_js(
+        modules,
+        """(function () {
+            var got = [];
+            var parser = ui.sseParser(function (name, data) { got.push([name, data]); });
+            parser.push("data: a\\ndata:b\\nid: 7\\n\\nevent: x\\n\\nevent: last\\ndata: {}");
+            parser.end();
+            return got;
+        })()""",
+    )
+    # no event name: "message"; an event without data is none; the unterminated last one counts
+    assert got == [["message", "a\nb"], ["last", "{}"]]
+
+
+def _stream_js(body: str, status: int = 200, content_type: str = "text/event-stream") -> str:
+    """An expression: apiStream against a fake fetch that answers ``body`` in 5-byte pieces
+    (a UTF-8 character cut in two), with what it was sent, the pieces and the outcome."""
+    return f"""await (async function () {{
+        var sent = null;
+        var bytes = new TextEncoder().encode({json.dumps(body)});
+        globalThis.fetch = async function (path, init) {{
+            sent = {{path: path, body: JSON.parse(init.body)}};
+            var stream = new ReadableStream({{start: function (c) {{
+                for (var i = 0; i < bytes.length; i += 5) c.enqueue(bytes.slice(i, i + 5));
+                c.close();
+            }}}});
+            return new Response(stream, {{
+                status: {status}, headers: {{"Content-Type": {json.dumps(content_type)}}},
+            }});
+        }};
+        var deltas = [];
+        var out = {{canStream: ui.canStream()}};
+        try {{
+            out.answer = await ui.apiStream("/api/chat", {{question: "q", collection: null}},
+                function (piece, sofar) {{ deltas.push([piece, sofar]); }});
+        }} catch (err) {{
+            out.error = [err instanceof ui.ApiError, err.status, ui.errText(err)];
+        }}
+        out.sent = sent;
+        out.deltas = deltas;
+        return out;
+    }})()"""
+
+
+def test_a_streamed_answer_is_the_answer_event_with_the_deltas_on_the_way(modules: Path) -> None:
+    got = run_js(modules, _stream_js(_stream_text("\r\n")))
+    assert isinstance(got, dict)
+    assert got["canStream"] is True
+    assert got["sent"] == {
+        "path": "/api/chat",
+        "body": {"question": "q", "collection": None, "stream": True},
+    }
+    first = "一线城市住宿标准为每晚 600 元[1]"
+    assert got["deltas"] == [
+        [first, first],
+        ["。\n其他城市 400 元。", first + "。\n其他城市 400 元。"],
+    ]
+    # the answer event's text counts (here shorter than the deltas)
+    assert got["answer"] == {"answer": "一线城市住宿标准为每晚 600 元[1]。", "sources": [{}]}
+
+
+def test_a_streamed_failure_an_http_error_and_a_cut_stream_are_errors(modules: Path) -> None:
+    failed = (
+        'event: delta\ndata: {"text": "一"}\n\nevent: error\ndata: '
+        + json.dumps({"status": 503, "detail": "ledger is locked"})
+        + "\n\nevent: end\ndata: {}\n\n"
+    )
+    got = run_js(modules, _stream_js(failed))
+    assert isinstance(got, dict)
+    assert got["error"] == [True, 503, "服务暂不可用：ledger is locked（HTTP 503）"]
+    assert got["deltas"] == [["一", "一"]]
+
+    not_found = json.dumps({"detail": "unknown collection: 财务"})
+    got = run_js(modules, _stream_js(not_found, 404, "application/json"))
+    assert isinstance(got, dict)
+    assert got["error"] == [True, 404, "未找到：unknown collection: 财务（HTTP 404）"]
+
+    cut = 'event: delta\ndata: {"text": "一线"}\n\n'
+    got = run_js(modules, _stream_js(cut))
+    assert isinstance(got, dict)
+    assert got["error"][:2] == [True, 0] and "连接中断" in got["error"][2]
+
+    # a server that answers with JSON all the same: that is the answer
+    got = run_js(modules, _stream_js(json.dumps({"answer": "好"}), 200, "application/json"))
+    assert isinstance(got, dict)
+    assert got["answer"] == {"answer": "好"} and got["deltas"] == []
