@@ -279,6 +279,24 @@ def test_chat_resolves_a_follow_up_and_starts_over_on_new(kb_dir, tmp_path):
     assert "120" in turns[0]["answer"] and "80" in turns[1]["answer"]
 
 
+def test_chat_records_feedback_on_the_last_answer(kb_dir, tmp_path):
+    doc = tmp_path / "库存.md"
+    doc.write_text(STOCK, encoding="utf-8")
+    assert run("ingest", str(doc), "--kb", str(kb_dir)).exit_code == 0
+    script = "/down 太早了\nSKU-1023的库存是多少？\n那SKU-1024呢？\n/down 应给出名称\n/up\n/quit\n"
+    done = runner.invoke(app, ["chat", "--kb", str(kb_dir)], input=script)
+    assert done.exit_code == 0, done.output
+    assert "no answer yet" in done.output  # the first /down: nothing to rate
+    listed = json.loads(run("feedback", "list", "--kb", str(kb_dir), "--json").stdout)
+    assert [(f["rating"], f["comment"]) for f in listed] == [("up", ""), ("down", "应给出名称")]
+    down = listed[1]
+    assert (
+        down["question"] == "那SKU-1024呢？"
+        and down["resolved_question"] == "SKU-1024的库存是多少？"
+    )
+    assert down["key_id"] == "cli" and down["sources"][0]["filename"] == "库存.md"
+
+
 def test_eval_scores_a_conversation_file_per_turn(kb_dir, tmp_path):
     doc = tmp_path / "库存.md"
     doc.write_text(STOCK, encoding="utf-8")

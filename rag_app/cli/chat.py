@@ -23,9 +23,13 @@ from rag_app.cli.common import (
 from rag_app.cli_output import answer_score_name, sources_json
 
 if TYPE_CHECKING:
+    from rag_app.kb import KnowledgeBase
     from rag_app.types import Answer
 
-HELP = "/sources: the last answer's sources in full · /new: a new conversation · /quit (or Ctrl-D)"
+HELP = (
+    "/sources: the last answer's sources in full · /up, /down [comment]: feedback on it · "
+    "/new: a new conversation · /quit (or Ctrl-D)"
+)
 
 
 def chat(
@@ -40,15 +44,17 @@ def chat(
 
     Reads one question per line from the terminal (or standard input: `rag chat < questions`);
     the knowledge base and its models are loaded once. Commands: /sources (the last answer's
-    sources in full), /new (start over: the next question stands on its own), /quit. With
-    --json, one JSON object per answer (JSON Lines) with the resolved question. Nothing is
-    stored (the service's /api/chat keeps conversations).
+    sources in full), /up or /down with an optional comment (feedback on the last answer, kept
+    as the API's is: rag feedback list), /new (start over: the next question stands on its
+    own), /quit. With --json, one JSON object per answer (JSON Lines) with the resolved
+    question. The conversation itself is not stored (the service's /api/chat keeps them).
     """
     from rag_app.analysis.followup import FollowUpResolver
     from rag_app.cli.query import print_answer
 
     resolver = FollowUpResolver()
     previous: str | None = None
+    asked = ""  # the last question as typed
     last: tuple[Answer, list[dict[str, Any]]] | None = None
     interactive = sys.stdin.isatty()
     with open_kb(kb, read_only=True) as base:
@@ -74,13 +80,17 @@ def chat(
             if text == "/sources":
                 _show_sources(last)
                 continue
+            word, _, comment = text.partition(" ")
+            if word in ("/up", "/down"):
+                _feedback_on(base, tenant, collection, asked, last, word[1:], comment.strip())
+                continue
             if text.startswith("/"):
                 err.print(f"[yellow]unknown command {text}[/yellow] ({HELP})")
                 continue
             followup = resolver.resolve(text, previous)
             answer = base.ask(followup.resolved, tenant=tenant, top_k=top_k, collections=collection)
             rows = sources_json(answer.sources, lambda doc_id: filename(base, doc_id))
-            previous, last = followup.resolved, (answer, rows)
+            previous, asked, last = followup.resolved, text, (answer, rows)
             if as_json:
                 record = {**answer.model_dump(), "sources": rows}
                 emit_json({"question": text, "resolved_question": followup.resolved,
@@ -90,6 +100,48 @@ def chat(
                 out.print(f"[dim]（理解为：{followup.resolved}）[/dim]")
             print_answer(answer, rows, score_name, show_context=False)
             out.print()
+
+
+def _feedback_on(
+    base: KnowledgeBase,
+    tenant: str,
+    collection: list[str] | None,
+    asked: str,
+    last: tuple[Answer, list[dict[str, Any]]] | None,
+    rating: str,
+    comment: str,
+) -> None:
+    """Record 👍/👎 on the last answer as /api/feedback does (key ``cli``)."""
+    from rag_app.store.feedback import FeedbackRecord
+
+    if last is None:
+        err.print("[yellow]no answer yet[/yellow]")
+        return
+    answer, rows = last
+    settings = base.settings
+    record = FeedbackRecord(
+        tenant=tenant,
+        key_id="cli",
+        rating="up" if rating == "up" else "down",
+        comment=comment,
+        question=asked,
+        resolved_question=answer.question,
+        answer=answer.answer,
+        sources=[
+            {"doc_id": r["doc_id"], "chunk_id": r["chunk_id"], "filename": r["filename"]}
+            for r in rows
+        ],
+        confidence=answer.confidence,
+        settings={
+            "embedding": settings.embedding,
+            "gate": settings.gate,
+            "reader": settings.reader,
+            "llm": settings.llm_base_url is not None,
+            "collections": list(collection or []),
+        },  # fmt: skip
+    )
+    feedback_id = base.feedback.add(record)
+    err.print(f"[dim]feedback #{feedback_id} recorded ({'👍' if rating == 'up' else '👎'})[/dim]")
 
 
 def _show_sources(last: tuple[Answer, list[dict[str, Any]]] | None) -> None:
