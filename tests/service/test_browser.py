@@ -748,6 +748,18 @@ def test_a_conversation_with_follow_ups_and_a_thumbs_down(
     (record,) = [r for r in records if r["comment"] == "应同时给出规格"]  # other tests' 👎 too
     assert record["resolved_question"] == "SKU-1024的名称是什么？"
     assert record["question"] == "它的名称是什么？" and record["comment"] == "应同时给出规格"
+    # exported as `rag feedback export` writes it, the 👎 is a case `rag eval` runs
+    from rag_app.eval.dataset import load_qa
+    from rag_app.eval.runner import run_eval
+    from rag_app.store.feedback import FeedbackRecord
+
+    case = FeedbackRecord.model_validate(record).as_question()
+    cases = tmp_path / "fix.jsonl"
+    cases.write_text(json.dumps(case, ensure_ascii=False) + "\n", encoding="utf-8")
+    (item,) = load_qa(cases)
+    evaluated = run_eval(live.kb, [item], tenant=record["tenant"])
+    (graded,) = evaluated.records
+    assert graded.category == "feedback_down" and "螺母" in (graded.answer or "")
 
     page.get_by_test_id("new-chat").click()
     expect(page.get_by_test_id("chat-turns")).to_be_hidden()
