@@ -16,6 +16,7 @@ from rag_app import KnowledgeBase
 from rag_app.postprocess.neighbors import NeighborExpansion
 from rag_app.synthesis.citations import clean_markers
 from rag_app.types import REFUSAL
+from tests.eval.stub_llm import chat_completion
 
 CN_NUMS = "一 二 三 四 五 六 七 八 九 十 十一 十二 十三 十四 十五 十六 十七 十八 十九 二十".split()
 TOPICS = [
@@ -201,20 +202,7 @@ class _StubOpenAI(BaseHTTPRequestHandler):
         type(self).requests.append(
             {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
         )
-        payload = {
-            "id": "chatcmpl-stub",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model", "stub"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": type(self).reply},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
+        payload = chat_completion(type(self).reply, body.get("model", "stub"))
         data = json.dumps(payload).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

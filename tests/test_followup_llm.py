@@ -21,6 +21,7 @@ from rag_app.store.conversations import ConversationStore
 from rag_app.store.schema import conversation_turns, conversations, metadata
 from rag_app.synthesis.citations import build_llm
 from rag_app.types import Answer
+from tests.eval.stub_llm import chat_completion
 
 REWRITE_MARK = "对话问题改写助手"  # in the rewriter's system prompt
 
@@ -40,20 +41,7 @@ class _Stub(BaseHTTPRequestHandler):
         if type(self).delay:
             time.sleep(type(self).delay)
         reply = type(self).rewrite if kind == "rewrite" else type(self).answer
-        payload: dict[str, Any] = {
-            "id": "chatcmpl-stub",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model", "stub"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": reply},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
+        payload: dict[str, Any] = chat_completion(reply, body.get("model", "stub"))
         if type(self).status != 200:
             payload = {"error": {"message": "boom", "type": "server_error"}}
         data = json.dumps(payload).encode()

@@ -17,6 +17,24 @@ from typing import Any
 _SCHEMA = re.compile(r"JSON Schema:\s*")
 
 
+def chat_completion(content: str, model: str = "stub") -> dict[str, Any]:
+    """An OpenAI chat-completions reply whose message is ``content``."""
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
 def schema_title(prompt: str) -> str:
     match = _SCHEMA.search(prompt)
     if not match:
@@ -64,20 +82,7 @@ class StubOpenAI(BaseHTTPRequestHandler):
                 "title": title,
             }
         )
-        payload = {
-            "id": "chatcmpl-stub",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model", "stub"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": json.dumps(canned(title))},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
+        payload = chat_completion(json.dumps(canned(title)), body.get("model", "stub"))
         data = json.dumps(payload).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

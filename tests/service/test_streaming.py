@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.eval.stub_llm import chat_completion
 from tests.service.conftest import POLICY, Service, bearer
 from tests.service.test_chat import STOCK
 
@@ -27,7 +28,7 @@ class _StreamingStub(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).streamed.append(bool(body.get("stream")))
         if not body.get("stream"):
-            data = json.dumps(_completion("".join(PIECES))).encode()
+            data = json.dumps(chat_completion("".join(PIECES))).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -52,19 +53,6 @@ class _StreamingStub(BaseHTTPRequestHandler):
 
     def log_message(self, *args: Any) -> None:
         return
-
-
-def _completion(text: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-stub",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "stub",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
 
 
 @pytest.fixture
