@@ -266,6 +266,13 @@ class KnowledgeBase:
         """Record that the document's ingestion failed, with the reason users see."""
         self.ledger.mark_failed(doc_id, reason)
 
+    def answer_settings(self) -> dict[str, Any]:
+        """What answers with this knowledge base (kept with feedback): the embedding, the gate and
+        its threshold, the reader, whether an LLM writes the answers."""
+        s = self.settings
+        return {"embedding": s.embedding, "gate": s.gate, "gate_threshold": s.gate_threshold,
+                "reader": s.reader, "llm": s.llm_base_url is not None}  # fmt: skip
+
     @property
     def api_keys(self) -> ApiKeyStore:
         """The API keys (hashed) of this knowledge base's ledger."""

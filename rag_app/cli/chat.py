@@ -118,7 +118,6 @@ def _feedback_on(
         err.print("[yellow]no answer yet[/yellow]")
         return
     answer, rows = last
-    settings = base.settings
     record = FeedbackRecord(
         tenant=tenant,
         key_id="cli",
@@ -132,13 +131,7 @@ def _feedback_on(
             for r in rows
         ],
         confidence=answer.confidence,
-        settings={
-            "embedding": settings.embedding,
-            "gate": settings.gate,
-            "reader": settings.reader,
-            "llm": settings.llm_base_url is not None,
-            "collections": list(collection or []),
-        },  # fmt: skip
+        settings={**base.answer_settings(), "collections": list(collection or [])},
     )
     feedback_id = base.feedback.add(record)
     err.print(f"[dim]feedback #{feedback_id} recorded ({'👍' if rating == 'up' else '👎'})[/dim]")

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Depends, HTTPException, status
 from fastapi.responses import StreamingResponse
 
 from rag_app.chat import ConversationNotFound
+from rag_app.service.access import as_names, scope_for
 from rag_app.service.deps import KeyDep, StateDep
 from rag_app.service.json_body import body_schema, json_body
-from rag_app.service.routes_collections import as_names, scope_for
 from rag_app.service.routes_query import STREAMED, answer_out
 from rag_app.service.schemas import AnswerOut
 from rag_app.service.schemas_chat import (

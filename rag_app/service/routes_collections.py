@@ -7,13 +7,13 @@ some collections (``rag keys create --collections``) sees only those and their d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 
+from rag_app.service.access import own_document, usable
 from rag_app.service.auth import KeyInfo
-from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
+from rag_app.service.deps import EditorDep, KeyDep, StateDep
 from rag_app.service.json_body import body_schema, json_body
 from rag_app.service.schemas_collections import (
     CollectionDeleted,
@@ -23,56 +23,12 @@ from rag_app.service.schemas_collections import (
     MembersIn,
     MembersOut,
 )
-from rag_app.store.collections import (
-    Collection,
-    CollectionError,
-    CollectionForbidden,
-    CollectionNameTaken,
-    CollectionNotFound,
-)
+from rag_app.store.collections import CollectionError, CollectionNameTaken, CollectionNotFound
 
 router = APIRouter(prefix="/api/collections", tags=["collections"])
 
 CollectionBody = Annotated[CollectionIn, Depends(json_body(CollectionIn))]
 MembersBody = Annotated[MembersIn, Depends(json_body(MembersIn))]
-
-
-def scope_for(
-    state: ServiceState,
-    key: KeyInfo,
-    collections: str | Sequence[str] | None,
-    doc_ids: Sequence[str] | None = None,
-    ids: Sequence[str] = (),
-) -> tuple[str, ...] | None:
-    """The documents a question of ``key`` may read: those of the named collections (or of
-    the collection ``ids`` when none is named: a conversation's; of a limited key: of its
-    collections when neither is given), within ``doc_ids``; 404 for an unknown collection, 403
-    for one the key may not use."""
-    names = as_names(collections)
-    try:
-        return state.kb.collections.scope(
-            key.tenant, names, doc_ids, allowed=key.collections, ids=ids
-        )
-    except CollectionNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
-    except CollectionForbidden as exc:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
-
-
-def as_names(collections: str | Sequence[str] | None) -> list[str]:
-    """A request's ``collection`` (a name, a list of them, or none) as a list."""
-    return [collections] if isinstance(collections, str) else list(collections or [])
-
-
-def usable(state: ServiceState, key: KeyInfo, name: str) -> Collection:
-    """The collection ``name`` of the key's tenant, if the key may use it (404 / 403)."""
-    try:
-        found = state.kb.collections.get(key.tenant, name)
-    except CollectionNotFound as exc:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
-    if key.collections is not None and found.collection_id not in key.collections:
-        raise HTTPException(status.HTTP_403_FORBIDDEN, str(CollectionForbidden(name)))
-    return found
 
 
 def _whole_tenant(key: KeyInfo) -> None:
@@ -160,7 +116,8 @@ def delete_collection(
 def add_documents(name: str, key: EditorDep, body: MembersBody, state: StateDep) -> MembersOut:
     """Put documents of the tenant into the collection (404 for one that is not yours)."""
     usable(state, key, name)
-    _check_own(state, key, body.doc_ids)
+    for doc_id in body.doc_ids:  # the tenant's, and a limited key's own (404 otherwise)
+        own_document(state, key, doc_id)
     added = state.kb.collections.add_documents(key.tenant, name, body.doc_ids)
     return MembersOut(name=name, changed=added)
 
@@ -171,11 +128,3 @@ def remove_documents(name: str, key: EditorDep, body: MembersBody, state: StateD
     usable(state, key, name)
     removed = state.kb.collections.remove_documents(key.tenant, name, body.doc_ids)
     return MembersOut(name=name, changed=removed)
-
-
-def _check_own(state: ServiceState, key: KeyInfo, doc_ids: Sequence[str]) -> None:
-    visible = set(scope_for(state, key, None, doc_ids) or ())  # a limited key: its own
-    for doc_id in doc_ids:
-        doc = state.kb.document(doc_id)
-        if doc is None or doc.tenant != key.tenant or doc_id not in visible:
-            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {doc_id}")

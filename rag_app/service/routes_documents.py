@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -12,11 +11,10 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse
 
-from rag_app.faults import fault_point
 from rag_app.kb import make_doc_id
+from rag_app.service.access import own_document, remove_document, usable
 from rag_app.service.auth import KeyInfo
 from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
-from rag_app.service.routes_collections import scope_for, usable
 from rag_app.service.schemas import (
     Accepted,
     ChunkList,
@@ -48,19 +46,9 @@ _UPLOAD_BODY = {
 }
 
 
-def _own_document(state: ServiceState, key: KeyInfo, doc_id: str) -> DocumentInfo:
-    """The document, if it belongs to the key's tenant (and, for a key limited to some
-    collections, is in one of them); another's document is a plain 404."""
-    doc = state.kb.document(doc_id)
-    if doc is None or doc.tenant != key.tenant or scope_for(state, key, None, [doc_id]) == ():
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {doc_id}")
-    return doc
-
-
 def _out(state: ServiceState, doc: DocumentInfo) -> DocumentOut:
-    out = DocumentOut.of(doc, state.queue.latest_for([doc.doc_id]).get(doc.doc_id))
-    out.collections = state.kb.collections.names_of([doc.doc_id]).get(doc.doc_id, [])
-    return out
+    job = state.queue.latest_for([doc.doc_id]).get(doc.doc_id)
+    return DocumentOut.of(doc, job, state.kb.collections.names_of([doc.doc_id]).get(doc.doc_id))
 
 
 def _upload_collection(state: ServiceState, key: KeyInfo, name: str | None) -> str | None:
@@ -185,19 +173,19 @@ def list_documents(
 
 @router.get("/{doc_id}", response_model=DocumentOut)
 def get_document(doc_id: str, key: KeyDep, state: StateDep) -> DocumentOut:
-    return _out(state, _own_document(state, key, doc_id))
+    return _out(state, own_document(state, key, doc_id))
 
 
 @router.get("/{doc_id}/chunks", response_model=ChunkList)
 def get_chunks(doc_id: str, key: KeyDep, state: StateDep) -> ChunkList:
-    doc = _own_document(state, key, doc_id)
+    doc = own_document(state, key, doc_id)
     return ChunkList(doc_id=doc_id, version=doc.version, chunks=state.kb.chunks(doc_id))
 
 
 @router.post("/{doc_id}/reparse", status_code=status.HTTP_202_ACCEPTED, response_model=Accepted)
 def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
     """Parse, chunk and embed the stored file again as a new version (old one served meanwhile)."""
-    doc = _own_document(state, key, doc_id)
+    doc = own_document(state, key, doc_id)
     if not Path(doc.source).is_file():
         raise HTTPException(
             status.HTTP_409_CONFLICT, "the document's stored file is gone; upload it again"
@@ -218,9 +206,6 @@ def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
 @router.delete("/{doc_id}", response_model=Deleted)
 def delete_document(doc_id: str, key: EditorDep, state: StateDep) -> Deleted:
     """Delete the document from the ledger, the keyword index and the vector index."""
-    _own_document(state, key, doc_id)
-    state.queue.cancel_for_document(doc_id)
-    state.kb.delete(doc_id)
-    fault_point("delete.after_stores")
-    shutil.rmtree(state.upload_dir / doc_id, ignore_errors=True)
+    own_document(state, key, doc_id)
+    remove_document(state, doc_id)
     return Deleted(doc_id=doc_id)

@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
+from rag_app.service.access import as_names, scope_for, usable
 from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
-from rag_app.service.routes_collections import scope_for, usable
 from rag_app.service.routes_query import filenames
 from rag_app.service.schemas import CollectionScope
 from rag_app.service.schemas_chat import ConversationId
@@ -50,16 +50,6 @@ class FeedbackList(BaseModel):
 
 
 FeedbackBody = Annotated[FeedbackIn, Depends(json_body(FeedbackIn))]
-
-
-def _names(collection: str | list[str] | None) -> list[str]:
-    return [collection] if isinstance(collection, str) else list(collection or [])
-
-
-def _settings(state: ServiceState) -> dict[str, Any]:
-    s = state.kb.settings
-    return {"embedding": s.embedding, "gate": s.gate, "gate_threshold": s.gate_threshold,
-            "reader": s.reader, "llm": s.llm_base_url is not None}  # fmt: skip
 
 
 def _from_turn(
@@ -118,7 +108,7 @@ def add_feedback(key: KeyDep, body: FeedbackBody, state: StateDep) -> FeedbackCr
         key_id=key.key_id,
         rating=body.rating,
         comment=body.comment,
-        settings={**_settings(state), "collections": _names(body.collection)},
+        settings={**state.kb.answer_settings(), "collections": as_names(body.collection)},
         conversation_id=body.conversation_id,
         **what,
     )

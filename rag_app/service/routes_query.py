@@ -8,9 +8,9 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import StreamingResponse
 
+from rag_app.service.access import scope_for
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
-from rag_app.service.routes_collections import scope_for
 from rag_app.service.schemas import AnswerOut, AskIn, RetrieveIn, RetrieveOut, SourceOut
 from rag_app.service.streaming import AnswerStream
 from rag_app.synthesis.citations import TextSink

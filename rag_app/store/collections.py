@@ -64,6 +64,14 @@ class CollectionForbidden(PermissionError):
         self.name = name
 
 
+def documents_in(collection_ids: Sequence[str]) -> Select[Any]:
+    """The ids of the documents in these collections, as a query (a scope, a document listing's
+    filter)."""
+    return select(collection_documents.c.doc_id).where(
+        collection_documents.c.collection_id.in_(list(collection_ids))
+    )
+
+
 def check_name(name: str) -> str:
     """The name, stripped; CollectionError when it is empty, too long or has '/' or a control
     character."""
@@ -140,10 +148,8 @@ class CollectionStore:
 
     def get(self, tenant: str, name: str) -> Collection:
         """The collection ``name`` of ``tenant`` (CollectionNotFound otherwise)."""
-        for found in self.all(tenant):
-            if found.name == (name or "").strip():
-                return found
-        raise CollectionNotFound(name)
+        (found,) = self.all(tenant, only=self.ids(tenant, [name]))
+        return found
 
     def names(self, tenant: str, ids: Sequence[str]) -> list[str]:
         """The names of these collection ids of ``tenant`` (deleted ones left out), in order."""
@@ -260,13 +266,6 @@ class CollectionStore:
                 found.setdefault(doc_id, []).append(name)
         return found
 
-    @staticmethod
-    def member_query(collection_ids: Sequence[str]) -> Select[Any]:
-        """A subquery of the documents in these collections (for document listings)."""
-        return select(collection_documents.c.doc_id).where(
-            collection_documents.c.collection_id.in_(list(collection_ids))
-        )
-
     # ----- scope ----------------------------------------------------------------------------
     def ids(self, tenant: str, names: Sequence[str]) -> list[str]:
         """The ids of the named collections (CollectionNotFound for the first unknown one)."""
@@ -302,7 +301,7 @@ class CollectionStore:
         members: set[str] = set()
         if chosen:
             with self.engine.connect() as conn:
-                members = set(conn.execute(self.member_query(chosen)).scalars())
+                members = set(conn.execute(documents_in(chosen)).scalars())
         if doc_ids is not None:
             members &= set(doc_ids)
         return tuple(sorted(members))

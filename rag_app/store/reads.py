@@ -12,7 +12,8 @@ from typing import Any
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
 
-from rag_app.store.schema import CHUNK_FIELDS, chunks, collection_documents, documents
+from rag_app.store.collections import documents_in
+from rag_app.store.schema import CHUNK_FIELDS, chunks, documents
 from rag_app.types import ChunkInfo, DocStatus, DocumentInfo
 
 
@@ -55,10 +56,7 @@ class LedgerReads:
         if tenant is not None:
             conds.append(documents.c.tenant == tenant)
         if collections is not None:
-            members = select(collection_documents.c.doc_id).where(
-                collection_documents.c.collection_id.in_(list(collections))
-            )
-            conds.append(documents.c.doc_id.in_(members))
+            conds.append(documents.c.doc_id.in_(documents_in(collections)))
         return and_(*conds) if conds else None
 
     def _select_documents(
