@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 
-from rag_app.service.access import own_document, usable
+from rag_app.service.access import own_document, remove_document, usable
 from rag_app.service.auth import KeyInfo
 from rag_app.service.deps import EditorDep, KeyDep, StateDep
 from rag_app.service.json_body import body_schema, json_body
@@ -97,14 +97,12 @@ def delete_collection(
     """Delete a collection; say what becomes of its documents with ``documents``."""
     _whole_tenant(key)
     try:
-        alone, elsewhere = state.kb.delete_collection(
-            key.tenant, name, delete_documents=documents == "delete"
-        )
+        alone, elsewhere = state.kb.collections.delete(key.tenant, name)
     except CollectionNotFound as exc:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(exc)) from None
     if documents == "delete":
-        for doc_id in alone:
-            state.queue.cancel_for_document(doc_id)
+        for doc_id in alone:  # as DELETE /api/documents/{id}: jobs, rows, vectors, uploads
+            remove_document(state, doc_id)
     return CollectionDeleted(
         name=name,
         documents_deleted=alone if documents == "delete" else [],

@@ -147,6 +147,9 @@ def test_deleting_a_collection_keeps_or_deletes_its_documents_as_asked(service: 
     ).json()
     assert gone["documents_deleted"] == [travel]
     assert service.client.get(f"/api/documents/{travel}", headers=service.reader).status_code == 404
+    uploads = service.app.state.service.upload_dir
+    assert not (uploads / travel).exists()  # its stored file too, as DELETE /api/documents does
+    assert (uploads / duty).is_dir()
     found = service.client.post(
         "/api/retrieve", json={"query": "住宿标准"}, headers=service.reader
     ).json()
