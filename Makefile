@@ -118,7 +118,8 @@ bench: install
 	$(PY) benchmarks/performance/service_load.py --clients 2 --duration 10 --drain 30 \
 		--json $(BENCH_OUT)/service_load.json
 
-# the README's performance figures: measured on today's code? (exit 1 when one is stale)
+# the README's performance figures: measured on today's code, and the text the results files give?
+# (exit 1 when one is stale or differs; figures.py --write rewrites the README's cells from the results)
 figures: install
 	$(PY) benchmarks/performance/figures.py --check
 

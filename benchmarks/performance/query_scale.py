@@ -33,7 +33,8 @@ read from FTS5 on first use, unless ``--prewarm`` reads the common ones first (a
 does at start-up). Stages come from ``rag_app.retrieval.timing``. A digest of the retrieved chunk ids and
 of the answers lets two runs (``--label before`` / ``--label after``) prove they return the same
 thing. Results go into ``benchmarks/results/query_scale.json`` under ``runs[<label>]``; the other
-labels in the file are kept. Run it on a quiet machine (load averages are recorded).
+labels in the file are kept; ``--headline`` makes this run the README's figure for its sizes.
+Run it on a quiet machine (load averages are recorded).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from common import (  # noqa: E402
     kb_for,
     load_questions,
     machine,
+    provenance,
     require_shared,
     write_json,
 )
@@ -466,6 +468,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--label", default="current", help="run name in the JSON (before/after)")
     parser.add_argument("--note", default="", help="what code this run measured (kept in the JSON)")
+    parser.add_argument(
+        "--headline",
+        action="store_true",
+        help="make this run the README's figure for its sizes (the JSON's headline)",
+    )
     parser.add_argument("--json", type=Path, default=RESULTS / "query_scale.json")
     parser.add_argument("--build-only", action="store_true", help="build the corpora, time nothing")
     parser.add_argument(
@@ -569,7 +576,12 @@ def main() -> None:
             "passes": "retrieve over all questions, then ask over all questions; top_k=5",
         },
         "sizes": sizes,
+        "provenance": provenance(),  # per run: figures.py
     }
+    # per size, the run the README's figure shows (benchmarks/performance/figures.py)
+    headline = dict(existing.get("headline", {}))
+    if args.headline:
+        headline.update({str(s): args.label for s in args.sizes})
     result = {
         "benchmark": "query_scale",
         "machine": machine(),
@@ -578,6 +590,7 @@ def main() -> None:
             "recipe": RECIPE,
             "dirs": {str(s): scale_dir(s).name for s in args.sizes},
         },
+        **({"headline": headline} if headline else {}),
         "runs": runs,
     }
     write_json(out, result)
