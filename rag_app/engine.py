@@ -183,7 +183,7 @@ def build_cross_reader(
     for model in (embed_model, reader.embed_model if reader is not None else None):
         if isinstance(model, E5Embedding):
             return CrossReader(model.engine, settings.cross_reader_path)
-    e5 = load_embedding("e5", threads=settings.embed_threads)
+    e5 = load_embedding("e5", threads=settings.embed_threads, e5_engine=settings.e5_engine)
     return CrossReader(e5.engine, settings.cross_reader_path)  # type: ignore[attr-defined]
 
 
@@ -203,6 +203,7 @@ def build_answer_engine(
             threads=settings.embed_threads,
             embed_model=embed_model,
             measure=model.reading.measure,
+            e5_engine=settings.e5_engine,
         )
         if model.reading is not None and settings.reading
         else None

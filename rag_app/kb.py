@@ -186,6 +186,7 @@ class KnowledgeBase:
                 batch_size=self.settings.embed_batch_size,
                 threads=self.settings.embed_threads,
                 cache_dir=self.settings.cache_dir,
+                e5_engine=self.settings.e5_engine,
             )
         return self._embed_model
 

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from rag_app.e5_numpy import NumpyTop, top_shapes
+
 FORMAT = "rag-cross-reader/1"
 DEFAULT_HEAD = Path(__file__).with_name("reader_head.npz")
 META = "\u2581"
@@ -138,6 +140,17 @@ def padded(torch: Any, states: Sequence[np.ndarray], hidden: int) -> tuple[Any, 
     return x, valid
 
 
+def padded_arrays(states: Sequence[np.ndarray], hidden: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`padded` as numpy arrays."""
+    width = max(len(s) for s in states)
+    x = np.zeros((len(states), width, hidden), dtype=np.float32)
+    valid = np.zeros((len(states), width), dtype=bool)
+    for b, s in enumerate(states):
+        x[b, : len(s)] = s
+        valid[b, : len(s)] = True
+    return x, valid
+
+
 def build_top(torch: Any, hidden: int, heads: int, ffn: int, blocks: int, eps: float) -> Any:
     """The trainable part: ``blocks`` transformer blocks (e5's layout) and the two heads."""
     nn = torch.nn
@@ -239,9 +252,8 @@ class CrossReader:
     (inference only)."""
 
     def __init__(self, e5: Any, path: Path | None = None) -> None:
-        import torch
-
-        self.e5, self.torch = e5, torch
+        self.e5 = e5
+        self.torch = getattr(e5, "torch", None)  # None: e5 runs in numpy, and so does the top
         target = path or DEFAULT_HEAD
         if not target.exists():
             raise ValueError(
@@ -260,15 +272,21 @@ class CrossReader:
             raise ValueError(f"reader {target} extends {meta.get('base')}, not this e5 model")
         self.meta = meta
         self.frozen = int(meta["frozen"])
-        self.top = build_top(
-            torch, e5.hidden, e5.heads, int(meta["ffn"]), int(meta["trained"]), e5.eps
-        )
-        state = self.top.state_dict()
-        wrong = [k for k in state if k not in arrays or arrays[k].shape != tuple(state[k].shape)]
-        if wrong or len(arrays) != len(state):
+        trained = int(meta["trained"])
+        shapes = top_shapes(e5.hidden, int(meta["ffn"]), trained)
+        wrong = [k for k in shapes if k not in arrays or arrays[k].shape != shapes[k]]
+        if wrong or len(arrays) != len(shapes):
             raise ValueError(f"reader {target}: tensors missing or misshapen: {wrong[:5]}")
-        self.top.load_state_dict({k: torch.from_numpy(arrays[k].astype(np.float32)) for k in state})
-        self.top.eval()
+        self.top: Any
+        if self.torch is None:
+            self.top = NumpyTop(arrays, trained, e5.heads, e5.eps)
+        else:
+            torch = self.torch
+            self.top = build_top(torch, e5.hidden, e5.heads, int(meta["ffn"]), trained, e5.eps)
+            self.top.load_state_dict(
+                {k: torch.from_numpy(arrays[k].astype(np.float32)) for k in shapes}
+            )
+            self.top.eval()
         self.splitter = PieceSpans(e5.tokenizer)
 
     @property
@@ -279,15 +297,19 @@ class CrossReader:
     def read(self, question: str, passages: Sequence[str]) -> list[Reading]:
         if not passages:
             return []
-        torch = self.torch
         pairs = [encode_pair(self.splitter, question, p) for p in passages]
         states = lower_states(self.e5, [p.ids for p in pairs], self.frozen)
-        x, valid = padded(torch, states, self.e5.hidden)
-        with torch.inference_mode():
-            logit, start, end = self.top(x, valid)
+        if self.torch is None:
+            x, valid = padded_arrays(states, self.e5.hidden)
+            logit, start, end = self.top(x, valid, self.e5.threads)
+        else:
+            torch = self.torch
+            x, valid = padded(torch, states, self.e5.hidden)
+            with torch.inference_mode():
+                logit, start, end = (t.numpy() for t in self.top(x, valid))
         out = []
         for b, pair in enumerate(pairs):
-            span = best_span(start[b].numpy(), end[b].numpy(), pair)
+            span = best_span(start[b], end[b], pair)
             out.append(Reading(sigmoid(float(logit[b])), span))
         return out
 

