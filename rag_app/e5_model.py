@@ -129,11 +129,13 @@ class E5Weights:
         offsets = np.frombuffer(cur.take((n_pieces + 1) * 4), dtype="<u4")
         scores = np.frombuffer(cur.take(n_pieces * 4), dtype="<f4").copy()
         blob = bytes(cur.take(blob_len))
-        pieces: dict[str, int] = {}
-        for i in range(n_pieces):
-            piece = blob[offsets[i] : offsets[i + 1]].decode("utf-8", errors="replace")
-            if piece and piece not in pieces:
-                pieces[piece] = i
+        at = offsets.tolist()  # Python ints: indexing with numpy scalars is several times slower
+        decoded = [
+            blob[a:b].decode("utf-8", errors="replace")
+            for a, b in zip(at[:-1], at[1:], strict=True)
+        ]
+        # a repeated piece keeps its lowest id (the dict is filled from the last id down)
+        pieces = {piece: i for i, piece in reversed(list(enumerate(decoded))) if piece}
         n_norm, norm_bytes = cur.read("<iI")
         norm = _Cursor(bytes(cur.take(norm_bytes)))
         normalize: dict[str, str] = {}

@@ -17,6 +17,7 @@ a year and month (2021年3月, 2021年03月, 2021-03-01, 2021/3) one token ``202
 from __future__ import annotations
 
 import logging
+import marshal
 import re
 import threading
 import unicodedata
@@ -101,6 +102,19 @@ def canonical_forms(text: str) -> list[str]:
     return [*label_tokens(normalized), *month_tokens(normalized)]
 
 
+class _WholeFileMarshal:
+    """``marshal`` as jieba uses it for its dictionary cache, with ``load`` reading the file
+    whole first: ``marshal.load`` on an open file reads it piece by piece (1.2 s for jieba's
+    9 MB cache on 2 cores, against 0.3 s from memory), a third of a one-shot command's start-up.
+    Same bytes, same objects; writing is marshal's own."""
+
+    dump = staticmethod(marshal.dump)
+
+    @staticmethod
+    def load(fh: Any) -> Any:
+        return marshal.loads(fh.read())
+
+
 def _jieba():  # type: ignore[no-untyped-def]
     global _jieba_ready
     import jieba
@@ -109,6 +123,8 @@ def _jieba():  # type: ignore[no-untyped-def]
         with _jieba_lock:
             if not _jieba_ready:
                 jieba.setLogLevel(logging.WARNING)
+                if getattr(jieba, "marshal", None) is marshal:  # jieba 0.42's module global
+                    jieba.marshal = _WholeFileMarshal  # type: ignore[attr-defined]
                 jieba.initialize()
                 _jieba_ready = True
     return jieba

@@ -103,3 +103,18 @@ def test_a_month_or_day_matches_with_or_without_its_leading_zero() -> None:
     # not other numbers: 0, 10, 100 and 007 have no such twin
     assert with_number_variants(["0", "10", "100", "007", "00"]) == ["0", "10", "100", "007", "00"]
     assert with_number_variants(["3", "03"]) == ["3", "03"]
+
+
+def test_jiebas_cache_is_read_whole_into_the_same_objects(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import marshal
+
+    from rag_app.text.tokenizer import _jieba, _WholeFileMarshal
+
+    value = ({"密码": 12, "密": 3, "x" * 40: 0}, 15)
+    path = tmp_path / "cache"
+    with path.open("wb") as fh:
+        _WholeFileMarshal.dump(value, fh)
+    with path.open("rb") as fh:
+        assert _WholeFileMarshal.load(fh) == value == marshal.loads(path.read_bytes())
+    jieba = _jieba()
+    assert jieba.dt.initialized and jieba.dt.FREQ.get("密码") and jieba.dt.total > 1_000_000
