@@ -347,3 +347,27 @@ def test_feedback_list_and_export_make_a_question_file_rag_eval_runs(kb_dir, tmp
     evaluated = run("eval", str(out_file), "--kb", str(kb_dir), "--json", "-")
     assert evaluated.exit_code == 0, evaluated.output
     assert "feedback_down" in evaluated.stdout
+
+
+def test_the_rag_process_ends_ask_and_retrieve_at_once_with_all_its_output(kb_dir, tmp_path):
+    """``python -m rag_app.cli`` (what the ``rag`` script runs): after ask and retrieve it skips
+    the interpreter's teardown, so their output must be flushed and their exit codes kept."""
+    import subprocess
+    import sys
+
+    from rag_app.cli import invoked
+
+    assert invoked(["-v", "ask", "问题", "--kb", "x"]) == "ask" and invoked([]) is None
+    doc = tmp_path / "expense.md"
+    doc.write_text(DOC, encoding="utf-8")
+    assert run("ingest", str(doc), "--kb", str(kb_dir)).exit_code == 0
+
+    def rag(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "rag_app.cli", *args],
+                              capture_output=True, text=True, timeout=300)  # fmt: skip
+
+    asked = rag("ask", "报销申请须在多少日内提交？", "--kb", str(kb_dir), "--json")
+    assert asked.returncode == 0, asked.stderr
+    assert "三十日" in json.loads(asked.stdout)["answer"]  # the whole JSON document arrived
+    missing = rag("retrieve", "报销", "--kb", str(tmp_path / "typo"))
+    assert missing.returncode == 2 and "no knowledge base at" in missing.stderr

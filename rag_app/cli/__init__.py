@@ -50,4 +50,40 @@ app.command()(worker)
 app.command("eval")(eval_cmd)
 reflow_help(app)
 
-__all__ = ["app", "main"]
+# Read-only commands that answer and end: their process skips the interpreter's teardown
+QUICK_EXIT = ("ask", "retrieve")
+
+
+def invoked(argv: list[str]) -> str | None:
+    """The command ``argv`` (``sys.argv[1:]``) names: its first word that is not an option."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def run() -> None:
+    """The ``rag`` command (its console script and ``python -m rag_app.cli``).
+
+    After ``rag ask`` and ``rag retrieve`` (their knowledge base closed, their output written),
+    the process ends at once (``os._exit``) instead of tearing the interpreter down: freeing
+    jieba's and e5's vocabularies object by object takes ~0.8 s on 2 cores, a sixth of a cold
+    ``rag ask``. Every other command, and any run inside another program, exits as usual.
+    """
+    import logging
+    import os
+    import sys
+
+    try:
+        app()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    if invoked(sys.argv[1:]) not in QUICK_EXIT:
+        raise SystemExit(code)
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # as SystemExit prints a message
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+
+
+__all__ = ["app", "main", "run"]

@@ -1,5 +1,5 @@
 """``python -m rag_app.cli``: the ``rag`` command."""
 
-from rag_app.cli import app
+from rag_app.cli import run
 
-app()
+run()
