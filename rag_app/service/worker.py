@@ -229,8 +229,9 @@ class Worker:
                 logger.exception("heartbeat of job %s failed", job.job_id)
 
     def run(self, *, until_idle: bool = False, max_jobs: int | None = None) -> int:
-        """Loop until stopped (or the queue is empty with ``until_idle``). Returns jobs done."""
-        done = 0
+        """Loop until stopped (or the queue is empty with ``until_idle``). Returns the jobs
+        done (a job given back to the queue, its platform unreachable, is not one)."""
+        start = self.processed
         while not self.stopping:
             try:
                 job = self.run_once()
@@ -238,14 +239,13 @@ class Worker:
                 logger.exception("worker %s: queue error", self.name)
                 job = None
             if job is not None:
-                done += 1
-                if max_jobs is not None and done >= max_jobs:
+                if max_jobs is not None and self.processed - start >= max_jobs:
                     break
                 continue
             if until_idle:
                 break
             self.wakeup.wait(self.poll_seconds)
-        return done
+        return self.processed - start
 
     def wake(self) -> None:
         """A job was enqueued: claim now rather than at the next poll (signal-handler safe)."""

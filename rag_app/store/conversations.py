@@ -16,6 +16,8 @@ from sqlalchemy.engine import Engine
 
 from rag_app.store.schema import conversation_turns, conversations
 
+PRUNE_EVERY_S = 3600.0
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -43,12 +45,27 @@ class ConversationStore:
         self.engine = engine
         self.max_turns = max_turns
         self.keep_days = keep_days
+        self._pruned_at = -PRUNE_EVERY_S  # monotonic time of the last prune (none yet)
+
+    def _cutoff(self) -> float:
+        """Conversations idle since before this time are gone (listed, read or not)."""
+        return time.time() - self.keep_days * 86400
+
+    def _prune_due(self) -> None:
+        """Prune at most once every ``PRUNE_EVERY_S`` (a list is a read: no write each time)."""
+        now = time.monotonic()
+        if now - self._pruned_at >= PRUNE_EVERY_S:
+            self._pruned_at = now
+            self.prune()
 
     def _owned(self, tenant: str, key_id: str, conversation_id: str) -> Any:
+        """That conversation of (tenant, key), unless idle past ``keep_days`` (gone, pruned
+        or not: it is neither read nor continued)."""
         return and_(
             conversations.c.conversation_id == conversation_id,
             conversations.c.tenant == tenant,
             conversations.c.key_id == key_id,
+            conversations.c.updated_at >= self._cutoff(),
         )
 
     def create(self, tenant: str, key_id: str, title: str, collections: Sequence[str] = ()) -> str:
@@ -134,7 +151,7 @@ class ConversationStore:
             )
 
     def list(self, tenant: str, key_id: str, limit: int = 50) -> list[Conversation]:
-        self.prune()
+        self._prune_due()
         counts = (
             select(func.count())
             .where(conversation_turns.c.conversation_id == conversations.c.conversation_id)
@@ -143,7 +160,13 @@ class ConversationStore:
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(conversations, counts.label("turn_count"))
-                .where(and_(conversations.c.tenant == tenant, conversations.c.key_id == key_id))
+                .where(
+                    and_(
+                        conversations.c.tenant == tenant,
+                        conversations.c.key_id == key_id,
+                        conversations.c.updated_at >= self._cutoff(),
+                    )
+                )
                 .order_by(desc(conversations.c.updated_at))
                 .limit(limit)
             ).mappings()
@@ -207,7 +230,7 @@ class ConversationStore:
 
     def prune(self) -> int:
         """Delete the conversations idle for more than ``keep_days``; returns how many."""
-        cutoff = time.time() - self.keep_days * 86400
+        cutoff = self._cutoff()
         with self.engine.begin() as conn:
             old = list(
                 conn.execute(

@@ -92,3 +92,13 @@ def test_a_job_whose_vector_store_is_down_is_queued_again_uncharged(tmp_path: Pa
         job = queue.latest_for([doc_id])[doc_id]
         assert job.status == "SUCCESS" and job.attempts == 1 and kb.calls == 3, job
         assert worker.platform_failures == 0
+
+
+def test_a_job_given_back_is_not_counted_as_done(tmp_path: Path) -> None:
+    queue, doc_id = _one_job(tmp_path / "q")
+    kb = _FlakyKb(tmp_path, failures=1, as_result=True)
+    worker = Worker(kb, queue, poll_seconds=0.01)  # type: ignore[arg-type]
+    worker.wakeup.set()
+    # given back once, then done: one job done, and max_jobs=1 waits for the real one
+    assert worker.run(until_idle=True, max_jobs=1) == 1
+    assert kb.calls == 2 and queue.latest_for([doc_id])[doc_id].status == "SUCCESS"
