@@ -3,6 +3,7 @@ limited to some of them (issue 55)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -281,7 +282,8 @@ def test_a_ledger_made_before_collections_gains_them(tmp_path: Path) -> None:
             "VARCHAR(128) NOT NULL, key_id VARCHAR(32) NOT NULL, title TEXT NOT NULL, "
             "created_at FLOAT NOT NULL, updated_at FLOAT NOT NULL)"
         )
-        conn.execute("INSERT INTO conversations VALUES ('c1', 'acme', 'k', 't', 1, 1)")
+        now = time.time()  # a conversation idle past its keep-days would be gone
+        conn.execute("INSERT INTO conversations VALUES ('c1', 'acme', 'k', 't', ?, ?)", (now, now))
     ledger = Ledger(f"sqlite:///{path}")
     try:
         from rag_app.store.conversations import ConversationStore
