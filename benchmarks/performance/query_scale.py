@@ -493,7 +493,20 @@ def main() -> None:
         help="after timing each size, profile one more (untimed) ask pass with pyinstrument "
         "and write DIR/ask-<size>-<label>.txt and .html",
     )
+    parser.add_argument(
+        "--database-url",
+        help="time against this ledger instead of the size's SQLite file (a copy made with "
+        "`rag migrate --to URL --kb <scale dir>`, e.g. postgresql+psycopg://…); one size only",
+    )
+    parser.add_argument(
+        "--chroma-server",
+        action="store_true",
+        help="serve the size's Chroma directory with a `chroma run` started here and query it "
+        "over HTTP (RAG_CHROMA_URL); its peak RSS is recorded",
+    )
     args = parser.parse_args()
+    if args.database_url and len(args.sizes) != 1:
+        parser.error("--database-url holds one size's ledger: give one --sizes")
     data = require_shared(*SOURCES)
 
     from rag_app.embeddings import load_embedding
@@ -523,7 +536,18 @@ def main() -> None:
     sizes: dict[str, Any] = {}
     answers: dict[str, Any] = {}
     for size in args.sizes:
-        kb = KnowledgeBase.open(scale_dir(size), embed_model=embed)
+        backend: dict[str, Any] = {"ledger": "sqlite", "chroma": "local"}
+        overrides: dict[str, Any] = {}
+        server = None
+        if args.database_url:
+            overrides["database_url"] = args.database_url
+            backend["ledger"] = args.database_url.split(":", 1)[0]
+        if args.chroma_server:
+            from memory import start_chroma_server
+
+            server, overrides["chroma_url"] = start_chroma_server(scale_dir(size) / "chroma")
+            backend["chroma"] = "server (chroma run over the size's directory)"
+        kb = KnowledgeBase.open(scale_dir(size), embed_model=embed, **overrides)
         print(f"measuring {scale_dir(size).name} ({kb.vectors.count()} chunks) …", flush=True)
         cache: dict[str, Any] = {"max_postings": kb.ledger.postings.max_postings}
         if args.prewarm:
@@ -535,6 +559,17 @@ def main() -> None:
         result["keyword_cache"] = cache
         result["peak_rss_mb"] = peak_rss_mb()  # of this process: the model, the KB, the caches
         result["disk_mb"] = disk_mb(scale_dir(size))
+        result["backend"] = backend
+        if server is not None:
+            from memory import server_rss_mb
+
+            result["chroma_server_peak_rss_mb"] = server_rss_mb(server.pid, "VmHWM")
+            server.terminate()
+            server.wait(30)
+        if args.database_url:
+            with kb.ledger.engine.connect() as conn:
+                size_bytes = conn.execute(text("SELECT pg_database_size(current_database())"))
+                result["database_mb"] = round(int(size_bytes.scalar() or 0) / 1048576, 1)
         if args.profile:
             profile_asks(kb, questions, args.profile / f"ask-{size}-{args.label}")
         kb.close()
