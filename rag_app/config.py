@@ -50,7 +50,7 @@ class Settings(BaseSettings):
         description="What runs multilingual-e5-small (the e5 embedding, the reading stage and "
         "the cross reader): torch (PyTorch: about twice as fast a reading, 2-3 s to import), "
         "numpy (no PyTorch: what a one-shot command wants) or auto (numpy in `rag ask` and "
-        "`rag retrieve` of one question, torch everywhere else).",
+        "`rag retrieve` of fewer than 20 questions, torch everywhere else).",
     )
     chunker: ChunkerName = Field("structure", description="fixed | sentence | structure")
     chunk_size: int = Field(512, gt=16, description="Chunk budget in Chinese-aware tokens.")

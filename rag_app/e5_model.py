@@ -188,7 +188,6 @@ class E5Model:
         self.pos: Any = w.vector("emb.pos").reshape(w.max_positions, w.hidden)
         self.type0: Any = w.vector("emb.type")[: w.hidden]
         self.ln: Any = (w.vector("emb.ln.w"), w.vector("emb.ln.b"))
-        self.ffn = w.ffn
         self.blocks: list[dict[str, Any]] = []
         h, ff = w.hidden, w.ffn
         for i in range(w.layers):

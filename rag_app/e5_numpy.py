@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -104,11 +103,6 @@ def blas_threads(threads: int | None) -> Iterator[None]:
 
 class NumpyE5(E5Model):
     """:class:`~rag_app.e5_model.E5Model` with a numpy forward pass (no PyTorch)."""
-
-    def __init__(
-        self, path: Path | None = None, threads: int | None = None, batch_tokens: int = 4096
-    ) -> None:
-        super().__init__(path, threads, batch_tokens)
 
     def _states(self, rows: list[list[list[int]]], layers: int | None = None) -> list[np.ndarray]:
         lay = self.layout(rows)

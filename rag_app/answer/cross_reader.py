@@ -129,19 +129,8 @@ def lower_states(e5: Any, seqs: list[list[int]], upto: int) -> list[np.ndarray]:
     return e5._sequence_states(seqs, layers=upto)  # type: ignore[no-any-return]
 
 
-def padded(torch: Any, states: Sequence[np.ndarray], hidden: int) -> tuple[Any, Any]:
-    """Sequences' states (float32 arrays) as one zero-padded batch and its validity mask."""
-    width = max(len(s) for s in states)
-    x = torch.zeros(len(states), width, hidden)
-    valid = torch.zeros(len(states), width, dtype=torch.bool)
-    for b, s in enumerate(states):
-        x[b, : len(s)] = torch.from_numpy(s)
-        valid[b, : len(s)] = True
-    return x, valid
-
-
 def padded_arrays(states: Sequence[np.ndarray], hidden: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`padded` as numpy arrays."""
+    """Sequences' states (float32 arrays) as one zero-padded batch and its validity mask."""
     width = max(len(s) for s in states)
     x = np.zeros((len(states), width, hidden), dtype=np.float32)
     valid = np.zeros((len(states), width), dtype=bool)
@@ -149,6 +138,12 @@ def padded_arrays(states: Sequence[np.ndarray], hidden: int) -> tuple[np.ndarray
         x[b, : len(s)] = s
         valid[b, : len(s)] = True
     return x, valid
+
+
+def padded(torch: Any, states: Sequence[np.ndarray], hidden: int) -> tuple[Any, Any]:
+    """:func:`padded_arrays` as torch tensors."""
+    x, valid = padded_arrays(states, hidden)
+    return torch.from_numpy(x), torch.from_numpy(valid)
 
 
 def build_top(torch: Any, hidden: int, heads: int, ffn: int, blocks: int, eps: float) -> Any:

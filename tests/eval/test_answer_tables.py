@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
 
 def _tables() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "answer_tables", ROOT / "benchmarks" / "quality" / "answer_tables.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/quality/answer_tables.py", "answer_tables")
 
 
 def test_readme_and_docs_show_the_results_file() -> None:
