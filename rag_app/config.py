@@ -106,8 +106,9 @@ class Settings(BaseSettings):
         8_000_000,
         ge=0,
         description=(
-            "SQLite ledger: rank keyword searches in memory (the scores FTS5's bm25() gives) from "
-            "cached posting lists, at most this many postings (6 bytes each; 0 = FTS5 ranks)."
+            "Rank keyword searches in memory from cached posting lists, at most this many "
+            "postings (6 bytes each), with the scores the ledger's own ranking gives (SQLite: "
+            "FTS5's bm25(); PostgreSQL: the IDF-weighted ts_rank); 0 = the database ranks."
         ),
     )
     keyword_posting_budget: int = Field(

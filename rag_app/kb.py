@@ -285,8 +285,8 @@ class KnowledgeBase:
         return JobQueue(self.ledger, max_attempts=attempts)
 
     def prewarm(self) -> None:
-        """Load the keyword indexes' most common posting lists (SQLite ledgers; a no-op
-        otherwise), so that the first questions do not pay for it."""
+        """Load the keyword indexes' most common posting lists (SQLite or PostgreSQL ledgers;
+        a no-op otherwise), so that the first questions do not pay for it."""
         self.ledger.postings.prewarm()
         if self.settings.table_row_entries and self.ledger.row_keywords is not None:
             self.ledger.row_keywords.postings.prewarm()

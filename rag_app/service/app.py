@@ -80,7 +80,7 @@ def _warm_up(kb: KnowledgeBase, ingests: bool) -> None:
     try:
         _ = kb.embed_model
         query_tokens("预热分词词典")
-        kb.prewarm()  # the keyword indexes' common terms (SQLite ledgers)
+        kb.prewarm()  # the keyword indexes' common terms
     except Exception:  # the first request will report the problem properly
         logger.exception("warm-up failed")
     if ingests:  # worker threads in this process: their parse server, too

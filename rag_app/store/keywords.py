@@ -21,7 +21,7 @@ from rag_app.store.postings import PostingCache
 class KeywordIndex(Protocol):
     """What the ledger and the query path need of a keyword index."""
 
-    postings: PostingCache  # SQLite: in-memory BM25 over cached posting lists; else disabled
+    postings: PostingCache  # in-memory BM25 over cached posting lists (disabled: no source)
 
     def create(self, conn: Connection) -> None:
         """Create the index's tables (inside the ledger's schema transaction)."""
@@ -138,5 +138,5 @@ def keyword_index(
     if sqlite:
         return SqliteKeywordIndex(engine, cache_postings=cache_postings)
     if postgres:
-        return PostgresKeywordIndex(engine)
+        return PostgresKeywordIndex(engine, cache_postings=cache_postings)
     return NoKeywordIndex(engine)

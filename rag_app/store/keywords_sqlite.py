@@ -12,10 +12,19 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
-from rag_app.store.postings import PostingCache
+from rag_app.store.postings import (
+    PostingCache,
+    Postings,
+    PostingState,
+    RowFacts,
+    bm25_scores,
+    ranked_search,
+)
 from rag_app.store.schema import (
     FTS_ROWS_FILLED,
     fts_ddl,
@@ -46,7 +55,8 @@ class SqliteKeywordIndex:
         self.table = table
         self._fts_total: tuple[int, float] | None = None
         # ranks keyword searches in memory, as FTS5 would (0 = FTS5 ranks every time)
-        self.postings = PostingCache(engine.connect, cache_postings, table=table)
+        self.source = Fts5Postings(table)
+        self.postings = PostingCache(engine.connect, cache_postings, source=self.source)
 
     # ----- schema --------------------------------------------------------------------------
     def create(self, conn: Connection) -> None:
@@ -184,55 +194,42 @@ class SqliteKeywordIndex:
         """
         if doc_ids is not None and not doc_ids:
             return []
-        allowed = set(doc_ids) if doc_ids is not None else None
         query = " OR ".join(_fts_phrase(t) for t in tokens)
-        window = max(4 * limit, 64)
         rank_sql = text(
             f"SELECT rowid, bm25({self.table}) FROM {self.table} WHERE {self.table} MATCH :q "
             f"ORDER BY bm25({self.table}) LIMIT :m"
         )
+
+        def rank(conn: Connection, window: int) -> list[tuple[int, float]] | None:
+            ranked = self.postings.rank(conn, tokens, window, doc_ids)
+            if ranked is None and doc_ids is None:  # a phrase, or the index changed meanwhile
+                ranked = [(r[0], r[1]) for r in conn.execute(rank_sql, {"q": query, "m": window})]
+            return ranked  # None with documents: FTS5 with the SQL document filter, below
+
         with self.engine.connect() as conn:
-            while True:
-                ranked = self.postings.rank(conn, tokens, window, doc_ids)
-                if ranked is None and doc_ids is not None:  # FTS5 with the SQL document filter
-                    break
-                if ranked is None:  # a phrase, or the index changed meanwhile: FTS5 ranks
-                    ranked = [
-                        (r[0], r[1]) for r in conn.execute(rank_sql, {"q": query, "m": window})
-                    ]
-                if not ranked:
-                    return []
-                names = {f"r{i}": r[0] for i, r in enumerate(ranked)}
-                rows = conn.execute(
-                    text(
-                        "SELECT f.rowid, f.chunk_id, f.doc_id, f.tenant, f.version, d.version "
-                        f"FROM {self.table} AS f LEFT JOIN documents AS d ON d.doc_id = f.doc_id "
-                        f"WHERE f.rowid IN ({', '.join(':' + n for n in names)})"
-                    ),
-                    names,
-                ).all()
-                meta = {r[0]: r[1:] for r in rows}
-                out: list[tuple[str, float]] = []
-                seen: set[str] = set()  # a chunk at its best row (row_fts: several name it)
-                for rowid, score in ranked:
-                    m = meta.get(rowid)
-                    if m is None:
-                        continue
-                    chunk_id, doc_id, row_tenant, version, active = m
-                    if row_tenant != tenant or active is None or int(version) != int(active):
-                        continue
-                    if (allowed is not None and doc_id not in allowed) or chunk_id in seen:
-                        continue
-                    seen.add(chunk_id)
-                    out.append((chunk_id, -float(score)))
-                    if len(out) == limit:
-                        return out
-                if len(ranked) < window:
-                    return out
-                window *= 4
-                if window > 16384:  # most matches are out of scope: rank them in scope
-                    break
+            found = ranked_search(
+                conn,
+                tenant=tenant,
+                doc_ids=doc_ids,
+                limit=limit,
+                rank=rank,
+                describe=self._describe,
+            )
+        if found is not None:
+            return found
         return self.search(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit)
+
+    def _describe(self, conn: Connection, rowids: list[int]) -> dict[int, RowFacts]:
+        names = {f"r{i}": rowid for i, rowid in enumerate(rowids)}
+        rows = conn.execute(
+            text(
+                "SELECT f.rowid, f.chunk_id, f.doc_id, f.tenant, f.version, d.version "
+                f"FROM {self.table} AS f LEFT JOIN documents AS d ON d.doc_id = f.doc_id "
+                f"WHERE f.rowid IN ({', '.join(':' + n for n in names)})"
+            ),
+            names,
+        ).all()
+        return {r[0]: (r[1], r[2], r[3], int(r[4]), r[5]) for r in rows}
 
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         names = {f"t{i}": t for i, t in enumerate(dict.fromkeys(terms))}
@@ -256,10 +253,98 @@ class SqliteKeywordIndex:
     def version(self) -> bytes | None:
         """FTS5's structure record, whose cookie every write transaction to the index bumps."""
         with self.engine.connect() as conn:
-            return self.postings.version(conn)
+            return self.source.version(conn)
 
     def changed(self) -> None:
         self._fts_total = None
+
+
+def vocab_instance_ddl(table: str) -> str:
+    return (
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances "
+        f"USING fts5vocab(main, {table}, 'instance')"
+    )
+
+
+def _varint(blob: bytes) -> int:
+    """The first SQLite varint of ``blob`` (FTS5's docsize record: one per column)."""
+    value = 0
+    for i, byte in enumerate(blob):
+        if i == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value
+    return value
+
+
+class Fts5Postings:
+    """Posting lists, row lengths and versions of an FTS5 table, for
+    :class:`~rag_app.store.postings.PostingCache`: lists from an ``fts5vocab`` *instance* table,
+    lengths from FTS5's ``docsize`` table, the version from its structure record."""
+
+    def __init__(self, table: str) -> None:
+        self.table = table
+
+    def version(self, conn: Any) -> bytes | None:
+        """FTS5's structure record of the table: every write transaction to the index bumps
+        its cookie (``Ledger.keyword_index_version``)."""
+        row = conn.exec_driver_sql(f"SELECT block FROM {self.table}_data WHERE id = 10").first()
+        return None if row is None else bytes(row[0])
+
+    def max_rowid(self, conn: Any) -> int:
+        return int(conn.exec_driver_sql(f"SELECT max(id) FROM {self.table}_docsize").scalar() or 0)
+
+    def row_lengths(self, conn: Any) -> tuple[NDArray[np.int64], NDArray[np.uint32]]:
+        cursor = conn.connection.cursor()  # the DB-API cursor: plain tuples, fast for many rows
+        try:
+            sizes = cursor.execute(f"SELECT id, sz FROM {self.table}_docsize").fetchall()
+        finally:
+            cursor.close()
+        rowids = np.fromiter((r for r, _ in sizes), dtype=np.int64, count=len(sizes))
+        lengths = np.fromiter((_varint(bytes(b)) for _, b in sizes), np.uint32, len(sizes))
+        return rowids, lengths
+
+    def read(self, conn: Any, term: str) -> tuple[NDArray[np.int32], NDArray[np.uint16]]:
+        cursor = conn.connection.cursor()
+        try:
+            cursor.execute(vocab_instance_ddl(self.table))  # temp: once per pooled connection
+            cursor.execute(
+                f"SELECT doc, count(*) FROM temp.{self.table}_instances WHERE term = ? GROUP BY doc",
+                (term,),
+            )
+            pairs = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 2)
+        finally:
+            cursor.close()
+        # 6 bytes a posting: rowid int32 (FTS5 rowids of this ledger stay far below 2**31), count
+        # uint16 (clipped; a term can't occur 65,535 times in one chunk)
+        return pairs[:, 0].astype(np.int32), np.minimum(pairs[:, 1], 65535).astype(np.uint16)
+
+    def scores(
+        self, terms: Sequence[str], lists: list[Postings], state: PostingState
+    ) -> NDArray[np.float64]:
+        return bm25_scores(terms, lists, state)
+
+    def doc_rows(self, conn: Any) -> list[tuple[int, str]]:
+        cursor = conn.connection.cursor()
+        try:
+            return [
+                (r[0], r[1])
+                for r in cursor.execute(f"SELECT rowid, doc_id FROM {self.table}").fetchall()
+            ]
+        finally:
+            cursor.close()
+
+    def common_terms(self, conn: Any, min_rows: int) -> list[str]:
+        total = conn.exec_driver_sql(f"SELECT count(*) FROM {self.table}_docsize").scalar()
+        return [
+            r[0]
+            for r in conn.exec_driver_sql(
+                f"SELECT term FROM {self.table}_vocab WHERE doc <= ? AND doc >= ? "
+                "ORDER BY doc DESC",
+                ((total or 0) // 2, min_rows),
+            )
+        ]
 
 
 def _delete_fts_rows(conn: Connection, table: str, where: str, params: dict[str, Any]) -> None:

@@ -77,8 +77,8 @@ class Ledger(LedgerReads):
             postgres=self.is_postgres,
             cache_postings=keyword_cache_postings,
         )
-        # SQLite: ranks keyword searches in memory, as FTS5 would (0 = FTS5 ranks every time);
-        # off on other backends (PostgreSQL ranks with ts_rank)
+        # ranks keyword searches in memory by BM25 (0 = the index ranks every time: FTS5's
+        # bm25(), PostgreSQL's ts_rank); off on other backends
         self.postings = self.keywords.postings
         # SQLite: table rows indexed one by one (ingestion/row_entries.py), empty unless written
         self.row_keywords: SqliteKeywordIndex | None = (

@@ -1,4 +1,4 @@
-"""BM25 ranking of the SQLite keyword index in memory, with the scores FTS5's ``bm25()`` gives.
+"""BM25 ranking of a keyword index in memory, with the scores FTS5's ``bm25()`` gives.
 
 FTS5 answers ``"a" OR "b" ORDER BY bm25() LIMIT n`` by calling ``bm25()`` on every row that holds
 any of the terms and sorting them all: at 100k chunks a typical question's terms match tens of
@@ -15,20 +15,28 @@ changes while postings are read makes :meth:`PostingCache.rank` return None and 
 FTS5. Memory is bounded by ``max_postings`` (least recently used terms are dropped first).
 Only single terms are ranked here (what FTS5's ``unicode61`` tokenizer keeps as one token);
 a query holding a phrase (``C++``, ``陈 某某``) returns None as well.
+
+Where the lists, lengths and versions come from is a :class:`PostingSource`: FTS5's tables
+(``Fts5Postings`` in store/keywords_sqlite.py) or PostgreSQL's ``chunk_keywords``
+(``PgPostings`` in store/keywords_postgres.py, which counts jieba tokens instead of FTS5's).
+:func:`ranked_search` turns ranked rows into active chunks in scope, for both.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+
+logger = logging.getLogger(__name__)
 
 K1 = 1.2
 B = 0.75
@@ -40,33 +48,46 @@ PREWARM_MIN_ROWS = 64
 MAX_ROWID = 2**27
 
 
-def vocab_instance_ddl(table: str) -> str:
-    return (
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances "
-        f"USING fts5vocab(main, {table}, 'instance')"
-    )
-
-
 def single_term(token: str) -> bool:
     """A token FTS5's ``unicode61`` tokenizer keeps as one lower-case term: letters, digits and
     CJK only. Others ("C++", "12.5", "陈 某某") are phrases of several terms."""
     return token.isalnum() and token == token.lower()
 
 
-def _varint(blob: bytes) -> int:
-    """The first SQLite varint of ``blob`` (FTS5's docsize record: one per column)."""
-    value = 0
-    for i, byte in enumerate(blob):
-        if i == 8:
-            return (value << 8) | byte
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            return value
-    return value
+Postings = tuple[NDArray[np.int32], NDArray[np.uint16]]  # row ids, the term's count in each
+
+
+class PostingSource(Protocol):
+    """Where a :class:`PostingCache` reads from (``conn``: a SQLAlchemy connection)."""
+
+    def version(self, conn: Any) -> bytes | None:
+        """A marker every write transaction to the index changes (None: no caching)."""
+
+    def max_rowid(self, conn: Any) -> int:
+        """The highest row id in use (an early way out before reading every row's length)."""
+
+    def row_lengths(self, conn: Any) -> tuple[NDArray[np.int64], NDArray[np.uint32]]:
+        """(row ids, their lengths in tokens) of every row, read by one statement."""
+
+    def read(self, conn: Any, term: str) -> tuple[NDArray[np.int32], NDArray[np.uint16]] | None:
+        """The rows holding ``term`` and its count in each (None: a term the cache can't rank;
+        the index ranks queries holding it)."""
+
+    def scores(
+        self, terms: Sequence[str], lists: list[Postings], state: PostingState
+    ) -> NDArray[np.float64]:
+        """Every row's score (by row id; 0: no match, else positive, higher is better) for the
+        OR of ``terms``, whose posting lists are ``lists``."""
+
+    def doc_rows(self, conn: Any) -> list[tuple[int, str]]:
+        """(row id, document id) of every row."""
+
+    def common_terms(self, conn: Any, min_rows: int) -> list[str]:
+        """Terms in at least ``min_rows`` rows and at most half of them, most common first."""
 
 
 @dataclass
-class _State:
+class PostingState:
     version: bytes
     lengths: NDArray[np.uint32]  # row length (tokens) by rowid; 0 for absent rows
     rows: int  # N: rows in the index
@@ -83,29 +104,29 @@ class PostingCache:
     """Per-version posting lists and row lengths of the FTS5 keyword index (see module doc).
 
     ``connect``: opens a connection to the ledger (``engine.connect``); used by the background
-    threads of :meth:`prewarm` and of the re-warm after the index changed."""
+    threads of :meth:`prewarm` and of the re-warm after the index changed. ``source``: where
+    postings are read (None: nothing is cached, :meth:`rank` always returns None)."""
 
     def __init__(
         self,
         connect: Callable[[], Any] | None = None,
         max_postings: int = 8_000_000,
         *,
-        table: str = "chunk_fts",
+        source: PostingSource | None = None,
     ) -> None:
-        """``table``: the FTS5 table ranked (``chunk_fts``, or ``row_fts``)."""
         self.connect = connect
-        self.table = table
-        self.max_postings = max_postings
+        self.source = source
+        self.max_postings = max_postings if source is not None else 0
         self.rewarm_delay_s = REWARM_DELAY_S
         self._lock = threading.Lock()
-        self._state: _State | None = None
+        self._state: PostingState | None = None
 
     @property
     def cached_postings(self) -> int:
         state = self._state
         return 0 if state is None else state.cached
 
-    def _current(self, conn: Any, version: bytes) -> _State | None:
+    def _current(self, conn: Any, version: bytes) -> PostingState | None:
         """The state of ``version`` (call with the lock held). Replacing an older state re-reads
         the terms it held, most recently used first, in a background thread once the index has
         stayed unchanged for ``rewarm_delay_s`` (while documents are being written it would only
@@ -124,24 +145,23 @@ class PostingCache:
                 ).start()
         return new
 
-    def _read_doc_rows(self, conn: Any, state: _State) -> None:
-        """Fill ``state.doc_rows`` (unless the index changed meanwhile): one scan of the FTS5
-        content table (~0.5 s at 100k chunks), so only long-lived processes ask for it."""
-        cursor = conn.connection.cursor()
-        try:
-            pairs = cursor.execute(f"SELECT rowid, doc_id FROM {self.table}").fetchall()
-        finally:
-            cursor.close()
+    def _read_doc_rows(self, conn: Any, state: PostingState) -> None:
+        """Fill ``state.doc_rows`` (unless the index changed meanwhile): one scan of the index's
+        rows (~0.5 s at 100k chunks), so only long-lived processes ask for it."""
+        assert self.source is not None
         grouped: dict[str, list[int]] = {}
-        for rowid, doc_id in pairs:
+        for rowid, doc_id in self.source.doc_rows(conn):
             grouped.setdefault(doc_id, []).append(rowid)
         if self.version(conn) == state.version:
             state.doc_rows = {d: np.array(r, dtype=np.int32) for d, r in grouped.items()}
 
-    def _rewarm(self, state: _State, terms: Sequence[str], doc_rows: bool) -> None:
+    def _rewarm(self, state: PostingState, terms: Sequence[str], doc_rows: bool) -> None:
         time.sleep(self.rewarm_delay_s)
         if self._state is state:  # no write since: the index is quiet
-            self._fill(terms, 0, doc_rows, create=False)
+            try:
+                self._fill(terms, 0, doc_rows, create=False)
+            except Exception as exc:  # a warm-up only: the ledger may be gone (closed, dropped)
+                logger.debug("posting re-warm stopped: %s", exc)
 
     def _fill(
         self, terms: Sequence[str], budget: int, doc_rows: bool = False, *, create: bool = True
@@ -178,6 +198,8 @@ class PostingCache:
                 hit = self._read(conn, term)
                 if self.version(conn) != version:  # written meanwhile
                     break
+                if hit is None:  # not a term this cache ranks
+                    continue
                 self._store(state, term, hit)
                 loaded += len(hit[0])
         return loaded
@@ -190,74 +212,44 @@ class PostingCache:
         Also reads the document map first, so searches scoped to some documents are ranked here
         too. Returns how many postings were read. Run by the service at start-up, in the
         background (~8 M postings at 100k chunks: about 25 s on one core)."""
-        if self.max_postings <= 0 or self.connect is None:
+        if self.max_postings <= 0 or self.connect is None or self.source is None:
             return 0
         with self.connect() as conn:
-            total = conn.exec_driver_sql(f"SELECT count(*) FROM {self.table}_docsize").scalar()
-            terms = [
-                r[0]
-                for r in conn.exec_driver_sql(
-                    f"SELECT term FROM {self.table}_vocab WHERE doc <= ? AND doc >= ? "
-                    "ORDER BY doc DESC",
-                    ((total or 0) // 2, min_rows),
-                )
-            ]
+            terms = self.source.common_terms(conn, min_rows)
         return self._fill(terms, budget or self.max_postings, doc_rows=True)
 
     def version(self, conn: Any) -> bytes | None:
-        """FTS5's structure record of the table: every write transaction to the index bumps
-        its cookie (``Ledger.keyword_index_version``)."""
-        row = conn.exec_driver_sql(f"SELECT block FROM {self.table}_data WHERE id = 10").first()
-        return None if row is None else bytes(row[0])
+        """The source's version marker (None: nothing to cache by)."""
+        return None if self.source is None else self.source.version(conn)
 
-    def _load_state(self, conn: Any, version: bytes) -> _State | None:
-        """Row lengths of ``version``; None when rowids are too sparse for an array by rowid, or
-        when the index changed after ``version`` was read (the caller then asks FTS5).
+    def _load_state(self, conn: Any, version: bytes) -> PostingState | None:
+        """Row lengths of ``version``; None when row ids are too sparse for an array by row id,
+        or when the index changed after ``version`` was read (the caller then asks the index).
 
-        One statement reads the rows (a consistent snapshot: the array is sized from the rowids
-        it read, never from an earlier ``max(id)`` another writer may have overtaken), and the
+        One statement reads the rows (a consistent snapshot: the array is sized from the row
+        ids it read, never from an earlier maximum another writer may have overtaken), and the
         version read after it must still be ``version``: the rows are that version's."""
-        cursor = conn.connection.cursor()
-        try:
-            # an early way out only: a writer may add rows before the next statement
-            if (cursor.execute(f"SELECT max(id) FROM {self.table}_docsize").fetchone()[0] or 0) > (
-                MAX_ROWID
-            ):
-                return None
-            sizes = cursor.execute(f"SELECT id, sz FROM {self.table}_docsize").fetchall()
-        finally:
-            cursor.close()
+        assert self.source is not None
+        if self.source.max_rowid(conn) > MAX_ROWID:  # an early way out only
+            return None
+        rowids, sizes = self.source.row_lengths(conn)
         if self.version(conn) != version:  # written meanwhile: the rows may be a newer version
             return None
-        highest = max((rowid for rowid, _ in sizes), default=0)
+        highest = int(rowids.max()) if len(rowids) else 0
         if highest > MAX_ROWID:
             return None
         lengths = np.zeros(highest + 1, dtype=np.uint32)
-        for rowid, blob in sizes:
-            lengths[rowid] = _varint(bytes(blob))
-        n = len(sizes)
-        return _State(version, lengths, n, float(lengths.sum()) / n if n else 0.0)
+        lengths[rowids] = sizes
+        n = len(rowids)
+        return PostingState(version, lengths, n, float(lengths.sum()) / n if n else 0.0)
 
-    def _read(self, conn: Any, term: str) -> tuple[NDArray[np.int32], NDArray[np.uint16]]:
-        """A term's rows and its count in each, from FTS5 (no lock needed)."""
-        cursor = conn.connection.cursor()  # the DB-API cursor: plain tuples, fast for many rows
-        try:
-            cursor.execute(
-                vocab_instance_ddl(self.table)
-            )  # a temp table: once per pooled connection
-            cursor.execute(
-                f"SELECT doc, count(*) FROM temp.{self.table}_instances WHERE term = ? GROUP BY doc",
-                (term,),
-            )
-            pairs = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 2)
-        finally:
-            cursor.close()
-        # 6 bytes a posting: rowid int32 (FTS5 rowids of this ledger stay far below 2**31), count
-        # uint16 (clipped; a term can't occur 65,535 times in one chunk)
-        return pairs[:, 0].astype(np.int32), np.minimum(pairs[:, 1], 65535).astype(np.uint16)
+    def _read(self, conn: Any, term: str) -> Postings | None:
+        """A term's rows and its count in each, from the source (no lock needed)."""
+        assert self.source is not None
+        return self.source.read(conn, term)
 
     def _store(
-        self, state: _State, term: str, hit: tuple[NDArray[np.int32], NDArray[np.uint16]]
+        self, state: PostingState, term: str, hit: tuple[NDArray[np.int32], NDArray[np.uint16]]
     ) -> None:
         """Keep a term's postings in ``state`` (if still current), dropping the least recently
         used terms beyond ``max_postings``."""
@@ -302,22 +294,27 @@ class PostingCache:
                 if hit is not None:
                     state.terms.move_to_end(term)
                     known[term] = hit
-        read = {t: self._read(conn, t) for t in dict.fromkeys(tokens) if t not in known}
+        read: dict[str, Postings] = {}
+        for term in dict.fromkeys(tokens):
+            if term not in known:
+                hit = self._read(conn, term)
+                if hit is None:
+                    return None
+                read[term] = hit
         if read:
             if self.version(conn) != version:  # written meanwhile: what was read may be mixed
                 return None
             for term, hit in read.items():
                 self._store(state, term, hit)
         lists = [known.get(t) or read[t] for t in tokens]
-        return _top(lists, state, limit, allowed)
+        assert self.source is not None
+        return _top(self.source.scores(tokens, lists, state), limit, allowed)
 
 
-def _top(
-    lists: list[tuple[NDArray[np.int32], NDArray[np.uint16]]],
-    state: _State,
-    limit: int,
-    allowed: NDArray[np.int32] | None = None,
-) -> list[tuple[int, float]]:
+def bm25_scores(
+    terms: Sequence[str], lists: list[Postings], state: PostingState
+) -> NDArray[np.float64]:
+    """FTS5's ``bm25()`` (negated: positive) of every row for the OR of the terms' lists."""
     docs, weights = [], []
     n_rows = state.rows
     for rows, counts in lists:
@@ -333,10 +330,17 @@ def _top(
         docs.append(rows)
         weights.append(idf * ((tf * (K1 + 1)) / denom))
     if not docs:
-        return []
-    scores = np.bincount(
+        return np.zeros(len(state.lengths), dtype=np.float64)
+    summed = np.bincount(
         np.concatenate(docs), weights=np.concatenate(weights), minlength=len(state.lengths)
     )
+    return summed.astype(np.float64, copy=False)
+
+
+def _top(
+    scores: NDArray[np.float64], limit: int, allowed: NDArray[np.int32] | None = None
+) -> list[tuple[int, float]]:
+    """The ``limit`` best rows by ``scores`` (ties by row id): (row id, -score)."""
     if allowed is not None:  # scoped: only these rows (IDF and lengths stay index-wide, as FTS5)
         scoped = np.zeros_like(scores)
         scoped[allowed] = scores[allowed]
@@ -348,3 +352,54 @@ def _top(
         matched = matched[scores[matched] >= cut]
     order = np.lexsort((matched, -scores[matched]))[:limit]
     return [(int(matched[i]), -float(scores[matched[i]])) for i in order]
+
+
+# (chunk id, document id, tenant, version of the row, active version of its document or None)
+RowFacts = tuple[str, str, str, int, int | None]
+
+
+def ranked_search(
+    conn: Any,
+    *,
+    tenant: str,
+    doc_ids: Sequence[str] | None,
+    limit: int,
+    rank: Callable[[Any, int], list[tuple[int, float]] | None],
+    describe: Callable[[Any, list[int]], dict[int, RowFacts]],
+) -> list[tuple[str, float]] | None:
+    """The ``limit`` best active chunks of ``tenant`` (in ``doc_ids`` when given) from a ranking
+    of index rows: ``rank(conn, window)`` gives the ``window`` best (row id, score) — FTS5's
+    negative ``bm25()`` values, best first — or None when it can't; ``describe`` says what
+    each row is. Only the best rows are read and kept when active and in scope, widening the
+    window until ``limit`` chunks are kept or the matches run out. Returns (chunk id, -score),
+    each chunk once at its best row, or None: ask the index itself (it can't rank this query,
+    or most matches are out of scope)."""
+    allowed = set(doc_ids) if doc_ids is not None else None
+    window = max(4 * limit, 64)
+    while True:
+        ranked = rank(conn, window)
+        if ranked is None:
+            return None
+        if not ranked:
+            return []
+        facts = describe(conn, [rowid for rowid, _ in ranked])
+        out: list[tuple[str, float]] = []
+        seen: set[str] = set()  # a chunk at its best row (row_fts: several rows name it)
+        for rowid, score in ranked:
+            fact = facts.get(rowid)
+            if fact is None:  # deleted since it was ranked
+                continue
+            chunk_id, doc_id, row_tenant, version, active = fact
+            if row_tenant != tenant or active is None or int(version) != int(active):
+                continue
+            if (allowed is not None and doc_id not in allowed) or chunk_id in seen:
+                continue
+            seen.add(chunk_id)
+            out.append((chunk_id, -float(score)))
+            if len(out) == limit:
+                return out
+        if len(ranked) < window:
+            return out
+        window *= 4
+        if window > 16384:  # most matches are out of scope: the index ranks them in scope
+            return None

@@ -16,10 +16,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     Computed,
     DateTime,
     Float,
+    Identity,
     Index,
     Integer,
     MetaData,
@@ -250,6 +252,9 @@ FTS_ROWS_FILLED = "chunk_fts_rows_filled"
 # generated column, so it can never disagree with ``tokens``.
 pg_metadata = MetaData()
 
+# the jieba tokens a row holds (BM25's row length; tokens are joined by single spaces)
+PG_TOKEN_COUNT = "coalesce(array_length(string_to_array(tokens, ' '), 1), 0)"
+
 chunk_keywords = Table(
     "chunk_keywords",
     pg_metadata,
@@ -259,8 +264,21 @@ chunk_keywords = Table(
     Column("version", Integer, nullable=False),
     Column("tokens", Text, nullable=False),
     Column("tsv", TSVECTOR, Computed("to_tsvector('simple'::regconfig, tokens)", persisted=True)),
+    # a small integer per row: the in-memory posting lists name rows by it (store/postings.py)
+    Column("rid", BigInteger, Identity(), nullable=False),
+    Column("n_tokens", Integer, Computed(PG_TOKEN_COUNT, persisted=True)),
     Index("ix_chunk_keywords_tsv", "tsv", postgresql_using="gin"),
     Index("ix_chunk_keywords_doc_version", "doc_id", "version"),
+    Index("ix_chunk_keywords_rid", "rid", unique=True),
+)
+
+# one row (id 1) whose version every transaction writing chunk_keywords increments: what the
+# posting cache's lists belong to (the PostgreSQL twin of FTS5's structure cookie)
+keyword_version = Table(
+    "keyword_version",
+    pg_metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("version", BigInteger, nullable=False),
 )
 
 
