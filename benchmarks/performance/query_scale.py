@@ -547,32 +547,35 @@ def main() -> None:
 
             server, overrides["chroma_url"] = start_chroma_server(scale_dir(size) / "chroma")
             backend["chroma"] = "server (chroma run over the size's directory)"
-        kb = KnowledgeBase.open(scale_dir(size), embed_model=embed, **overrides)
-        print(f"measuring {scale_dir(size).name} ({kb.vectors.count()} chunks) …", flush=True)
-        cache: dict[str, Any] = {"max_postings": kb.ledger.postings.max_postings}
-        if args.prewarm:
-            t0 = time.perf_counter()
-            cache["prewarm_postings"] = kb.ledger.postings.prewarm()
-            cache["prewarm_s"] = round(time.perf_counter() - t0, 2)
-        result = measure(kb, warmup, questions, chat=args.chat)
-        cache["cached_postings_after"] = kb.ledger.postings.cached_postings
-        result["keyword_cache"] = cache
-        result["peak_rss_mb"] = peak_rss_mb()  # of this process: the model, the KB, the caches
-        result["disk_mb"] = disk_mb(scale_dir(size))
-        result["backend"] = backend
-        if server is not None:
-            from memory import server_rss_mb
+        try:
+            kb = KnowledgeBase.open(scale_dir(size), embed_model=embed, **overrides)
+            print(f"measuring {scale_dir(size).name} ({kb.vectors.count()} chunks) …", flush=True)
+            cache: dict[str, Any] = {"max_postings": kb.ledger.postings.max_postings}
+            if args.prewarm:
+                t0 = time.perf_counter()
+                cache["prewarm_postings"] = kb.ledger.postings.prewarm()
+                cache["prewarm_s"] = round(time.perf_counter() - t0, 2)
+            result = measure(kb, warmup, questions, chat=args.chat)
+            cache["cached_postings_after"] = kb.ledger.postings.cached_postings
+            result["keyword_cache"] = cache
+            result["peak_rss_mb"] = peak_rss_mb()  # of this process: the model, the KB, the caches
+            result["disk_mb"] = disk_mb(scale_dir(size))
+            result["backend"] = backend
+            if server is not None:
+                from memory import server_rss_mb
 
-            result["chroma_server_peak_rss_mb"] = server_rss_mb(server.pid, "VmHWM")
-            server.terminate()
-            server.wait(30)
-        if args.database_url:
-            with kb.ledger.engine.connect() as conn:
-                size_bytes = conn.execute(text("SELECT pg_database_size(current_database())"))
-                result["database_mb"] = round(int(size_bytes.scalar() or 0) / 1048576, 1)
-        if args.profile:
-            profile_asks(kb, questions, args.profile / f"ask-{size}-{args.label}")
-        kb.close()
+                result["chroma_server_peak_rss_mb"] = server_rss_mb(server.pid, "VmHWM")
+            if args.database_url:
+                with kb.ledger.engine.connect() as conn:
+                    size_bytes = conn.execute(text("SELECT pg_database_size(current_database())"))
+                    result["database_mb"] = round(int(size_bytes.scalar() or 0) / 1048576, 1)
+            if args.profile:
+                profile_asks(kb, questions, args.profile / f"ask-{size}-{args.label}")
+            kb.close()
+        finally:  # an interrupted or failed run never leaves the server behind
+            if server is not None:
+                server.terminate()
+                server.wait(30)
         answers[str(size)] = result.pop("_answers")
         rec = records[size]
         sizes[str(size)] = {

@@ -13,9 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 
+from rag_app.store.keywords_sqlite import Fts5Postings, _count_runs, vocab_instance_ddl
 from rag_app.store.ledger import Ledger
 from rag_app.text.tokenizer import query_tokens
 from tests.store.test_ledger import add_version
@@ -301,3 +303,26 @@ def _fts_rank(fts: Ledger, tokens: list[str], limit: int, before: str) -> list[t
             {"q": query, "d": before, "n": limit},
         ).all()
     return [(r[0], r[1]) for r in rows]
+
+
+def test_a_terms_postings_are_fts5s_rows_and_counts(pair: tuple[Ledger, Ledger]) -> None:
+    """Fts5Postings.read (occurrences joined in SQL, counted in numpy) gives each row holding
+    the term once with its count, as a ``GROUP BY`` over the instance table does."""
+    memory, _ = pair
+    rng = random.Random(11)
+    for d in range(3):
+        add_version(memory, f"doc{d}", _texts(rng, 30))
+    source = Fts5Postings("chunk_fts")
+    with memory.engine.connect() as conn:
+        conn.exec_driver_sql(vocab_instance_ddl("chunk_fts"))
+        for term in [*WORDS[:6], "不存在"]:
+            rows, counts = source.read(conn, term)
+            want = conn.exec_driver_sql(
+                "SELECT doc, count(*) FROM temp.chunk_fts_instances WHERE term = ? "
+                "GROUP BY doc ORDER BY doc",
+                (term,),
+            ).fetchall()
+            assert [(int(r), int(c)) for r, c in zip(rows, counts, strict=True)] == want
+            assert term == "不存在" or (len(want) > 0 and max(c for _, c in want) > 1)
+    rows, counts = _count_runs(np.array([9, 3, 3, 7, 3], dtype=np.int64))  # any order
+    assert rows.tolist() == [3, 7, 9] and counts.tolist() == [3, 1, 1]
