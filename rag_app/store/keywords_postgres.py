@@ -20,6 +20,7 @@ from numpy.typing import NDArray
 from sqlalchemy import and_, delete, func, insert, select, text
 from sqlalchemy.engine import Connection, Engine
 
+from rag_app.store.bm25 import top
 from rag_app.store.postings import PostingCache, Postings, PostingState, RowFacts, ranked_search
 from rag_app.store.schema import (
     PG_TOKEN_COUNT,
@@ -225,12 +226,12 @@ class PostgresKeywordIndex:
                     idf[lexeme] = max(idf.get(lexeme, 0.0), _idf(df, total))
             if not idf:
                 return []
-            top = max(idf.values()) or 1.0
+            highest = max(idf.values()) or 1.0
             weights = dict.fromkeys(_LABELS, 0.0)
             params: dict[str, Any] = {"tenant": tenant, "limit": limit}
             ranked = "k.tsv"
             for label, group in zip(reversed(_LABELS), _idf_groups(idf), strict=False):
-                weights[label] = min(sum(idf[lx] for lx in group) / len(group) / top, 1.0)
+                weights[label] = min(sum(idf[lx] for lx in group) / len(group) / highest, 1.0)
                 if label != "D":  # every indexed position is labelled D already
                     params[f"l{label}"] = group
                     ranked = f"setweight({ranked}, '{label}', CAST(:l{label} AS text[]))"
@@ -288,8 +289,8 @@ class PostgresKeywordIndex:
     def search_ranked(
         self, tokens: Sequence[str], *, tenant: str, doc_ids: Sequence[str] | None, limit: int
     ) -> list[tuple[str, float]]:
-        """BM25 in memory (:class:`PgPostings`: scores as FTS5's ``bm25()`` computes them, over
-        jieba tokens), then only the best rows are read; ``search`` when the cache can't rank
+        """Ranked in memory (:class:`PgPostings`: IDF-weighted ``ts_rank`` as PostgreSQL
+        computes it), then only the best rows are read; ``search`` when the cache can't rank
         (a phrase, a cache turned off or missing the document map of a scoped search)."""
         if doc_ids is not None and not doc_ids:
             return []
@@ -401,6 +402,16 @@ class PgPostings:
         ranks = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
         return rids.astype(np.int32), _counts_of_ranks(ranks)
 
+    def top(
+        self,
+        terms: Sequence[str],
+        lists: list[Postings],
+        state: PostingState,
+        limit: int,
+        allowed: NDArray[np.int32] | None,
+    ) -> list[tuple[int, float]]:
+        return top(self.scores(terms, lists, state), limit, allowed)
+
     def scores(
         self, terms: Sequence[str], lists: list[Postings], state: PostingState
     ) -> NDArray[np.float64]:
@@ -415,10 +426,10 @@ class PgPostings:
         scores = np.zeros(len(state.lengths), dtype=np.float32)
         if not idf:
             return scores.astype(np.float64)
-        top = max(idf.values()) or 1.0
+        highest = max(idf.values()) or 1.0
         weight: dict[str, np.float32] = {}
         for group in _idf_groups(idf):
-            w = max(min(sum(idf[t] for t in group) / len(group) / top, 1.0), 1e-6)
+            w = max(min(sum(idf[t] for t in group) / len(group) / highest, 1.0), 1e-6)
             weight.update(dict.fromkeys(group, np.float32(w)))
         for term in sorted(lists_of, key=lambda t: t.encode()):
             rows, counts = lists_of[term]

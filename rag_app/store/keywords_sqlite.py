@@ -17,12 +17,12 @@ from numpy.typing import NDArray
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from rag_app.store.bm25 import bm25_top
 from rag_app.store.postings import (
     PostingCache,
     Postings,
     PostingState,
     RowFacts,
-    bm25_scores,
     ranked_search,
 )
 from rag_app.store.schema import (
@@ -332,10 +332,15 @@ class Fts5Postings:
             cursor.close()
         return _count_runs(np.array((row[0] or "").split(), dtype=np.int64))
 
-    def scores(
-        self, terms: Sequence[str], lists: list[Postings], state: PostingState
-    ) -> NDArray[np.float64]:
-        return bm25_scores(terms, lists, state)
+    def top(
+        self,
+        terms: Sequence[str],
+        lists: list[Postings],
+        state: PostingState,
+        limit: int,
+        allowed: NDArray[np.int32] | None,
+    ) -> list[tuple[int, float]]:
+        return bm25_top(terms, lists, state, limit, allowed)  # lists: sorted by row (read)
 
     def doc_rows(self, conn: Any) -> list[tuple[int, str]]:
         cursor = conn.connection.cursor()

@@ -5,9 +5,8 @@ any of the terms and sorting them all: at 100k chunks a typical question's terms
 thousands of rows and the query takes ~100 ms (p95 ~230 ms). :class:`PostingCache` keeps, per
 term, the rows holding it and the term's count in each (read once from FTS5 through an
 ``fts5vocab`` *instance* table) and every row's length (FTS5's ``docsize`` table), and scores
-with numpy: the same formula (k1 = 1.2, b = 0.75, FTS5's IDF ``log((N - n + 0.5) / (n + 0.5))``,
-1e-6 when not positive) over the same counts, so ids, order (ties by rowid) and scores equal
-FTS5's (tested). A warm query takes 1-3 ms.
+with numpy (store/bm25.py: the same formula over the same counts), so ids, order (ties by rowid)
+and scores equal FTS5's (tested). A warm query takes 1-3 ms at 100k chunks.
 
 Consistency: everything cached belongs to one version of the index (``Ledger.keyword_index_version``,
 bumped by every write transaction to it). A changed version drops the cache; a version that
@@ -25,7 +24,6 @@ Where the lists, lengths and versions come from is a :class:`PostingSource`: FTS
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -38,8 +36,6 @@ from numpy.typing import NDArray
 
 logger = logging.getLogger(__name__)
 
-K1 = 1.2
-B = 0.75
 # after a write, the terms held before are read again once the index was quiet this long
 REWARM_DELAY_S = 5.0
 # prewarm skips terms in fewer rows than this: reading one on first use costs well under 1 ms
@@ -73,11 +69,16 @@ class PostingSource(Protocol):
         """The rows holding ``term`` and its count in each (None: a term the cache can't rank;
         the index ranks queries holding it)."""
 
-    def scores(
-        self, terms: Sequence[str], lists: list[Postings], state: PostingState
-    ) -> NDArray[np.float64]:
-        """Every row's score (by row id; 0: no match, else positive, higher is better) for the
-        OR of ``terms``, whose posting lists are ``lists``."""
+    def top(
+        self,
+        terms: Sequence[str],
+        lists: list[Postings],
+        state: PostingState,
+        limit: int,
+        allowed: NDArray[np.int32] | None,
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` best rows (only of ``allowed`` when given; ties by row id) for the OR
+        of ``terms``, whose posting lists are ``lists``: (row id, -score), best first."""
 
     def doc_rows(self, conn: Any) -> list[tuple[int, str]]:
         """(row id, document id) of every row."""
@@ -308,50 +309,7 @@ class PostingCache:
                 self._store(state, term, hit)
         lists = [known.get(t) or read[t] for t in tokens]
         assert self.source is not None
-        return _top(self.source.scores(tokens, lists, state), limit, allowed)
-
-
-def bm25_scores(
-    terms: Sequence[str], lists: list[Postings], state: PostingState
-) -> NDArray[np.float64]:
-    """FTS5's ``bm25()`` (negated: positive) of every row for the OR of the terms' lists."""
-    docs, weights = [], []
-    n_rows = state.rows
-    for rows, counts in lists:
-        hits = len(rows)
-        if not hits:
-            continue
-        tf = counts.astype(np.float64)
-        idf = math.log((n_rows - hits + 0.5) / (hits + 0.5))
-        if idf <= 0.0:
-            idf = 1e-6
-        # FTS5's expression, in its order: idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * D / avgdl))
-        denom = tf + K1 * (1 - B + B * state.lengths[rows].astype(np.float64) / state.avg_length)
-        docs.append(rows)
-        weights.append(idf * ((tf * (K1 + 1)) / denom))
-    if not docs:
-        return np.zeros(len(state.lengths), dtype=np.float64)
-    summed = np.bincount(
-        np.concatenate(docs), weights=np.concatenate(weights), minlength=len(state.lengths)
-    )
-    return summed.astype(np.float64, copy=False)
-
-
-def _top(
-    scores: NDArray[np.float64], limit: int, allowed: NDArray[np.int32] | None = None
-) -> list[tuple[int, float]]:
-    """The ``limit`` best rows by ``scores`` (ties by row id): (row id, -score)."""
-    if allowed is not None:  # scoped: only these rows (IDF and lengths stay index-wide, as FTS5)
-        scoped = np.zeros_like(scores)
-        scoped[allowed] = scores[allowed]
-        scores = scoped
-    matched = np.flatnonzero(scores)
-    if len(matched) > limit:
-        # the limit-th best score, then every row scoring at least that (ties stay complete)
-        cut = -np.partition(-scores[matched], limit - 1)[limit - 1]
-        matched = matched[scores[matched] >= cut]
-    order = np.lexsort((matched, -scores[matched]))[:limit]
-    return [(int(matched[i]), -float(scores[matched[i]])) for i in order]
+        return self.source.top(tokens, lists, state, limit, allowed)
 
 
 # (chunk id, document id, tenant, version of the row, active version of its document or None)

@@ -1,0 +1,137 @@
+"""FTS5's ``bm25()`` over cached posting lists, and the best rows of a ranking.
+
+:func:`bm25_scores` scores every row of the index (one ``bincount`` over all the question's
+postings); :func:`bm25_top` gives the same best rows without scoring the rows that only hold
+the question's common terms when a bound proves none of them can reach the best ``limit``
+(MaxScore): at a million chunks a question's common terms hold hundreds of thousands of rows
+and scoring them all, then sorting, was most of the keyword branch. Both give FTS5's values bit
+for bit: per row, each term's ``idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * D / avgdl))``
+in double precision, added in the question's order of terms, as FTS5 adds them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rag_app.store.postings import Postings, PostingState
+
+K1 = 1.2
+B = 0.75
+# the rarest terms' rows are scored first while they hold at most this many postings (at least
+# one term's); the rows of the other terms are scored only when a bound says they may rank
+CANDIDATE_POSTINGS = 50_000
+# ... and only when the other terms hold this many times as many postings
+WORTH_PRUNING = 8
+
+
+def idf(hits: int, rows: int) -> float:
+    """FTS5's IDF: ``log((N - n + 0.5) / (n + 0.5))``, 1e-6 when not positive."""
+    value = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+def contributions(
+    rows: NDArray[np.int32], counts: NDArray[np.uint16], term_idf: float, state: PostingState
+) -> NDArray[np.float64]:
+    """One term's part of the score of each of ``rows`` (its counts there: ``counts``)."""
+    tf = counts.astype(np.float64)
+    # FTS5's expression, in its order: idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * D / avgdl))
+    denom = tf + K1 * (1 - B + B * state.lengths[rows].astype(np.float64) / state.avg_length)
+    return term_idf * ((tf * (K1 + 1)) / denom)
+
+
+def bm25_scores(
+    terms: Sequence[str], lists: list[Postings], state: PostingState
+) -> NDArray[np.float64]:
+    """FTS5's ``bm25()`` (negated: positive) of every row for the OR of the terms' lists."""
+    docs, weights = [], []
+    for rows, counts in lists:
+        if len(rows):
+            docs.append(rows)
+            weights.append(contributions(rows, counts, idf(len(rows), state.rows), state))
+    if not docs:
+        return np.zeros(len(state.lengths), dtype=np.float64)
+    summed = np.bincount(
+        np.concatenate(docs), weights=np.concatenate(weights), minlength=len(state.lengths)
+    )
+    return summed.astype(np.float64, copy=False)
+
+
+def top(
+    scores: NDArray[np.float64], limit: int, allowed: NDArray[np.int32] | None = None
+) -> list[tuple[int, float]]:
+    """The ``limit`` best rows by ``scores`` (ties by row id): (row id, -score)."""
+    if allowed is not None:  # scoped: only these rows (IDF and lengths stay index-wide, as FTS5)
+        scoped = np.zeros_like(scores)
+        scoped[allowed] = scores[allowed]
+        scores = scoped
+    return _best(np.flatnonzero(scores), scores, limit, by_row=True)
+
+
+def _best(
+    rows: NDArray[np.int64], scores: NDArray[np.float64], limit: int, *, by_row: bool
+) -> list[tuple[int, float]]:
+    """The ``limit`` best of ``rows`` (sorted), their scores ``scores[rows]`` when ``by_row``,
+    else ``scores`` (aligned with ``rows``); scores of 0 don't match."""
+    values = scores[rows] if by_row else scores
+    if not by_row:
+        rows, values = rows[values > 0], values[values > 0]
+    if len(rows) > limit:
+        # the limit-th best score, then every row scoring at least that (ties stay complete)
+        cut = -np.partition(-values, limit - 1)[limit - 1]
+        keep = values >= cut
+        rows, values = rows[keep], values[keep]
+    order = np.lexsort((rows, -values))[:limit]
+    return [(int(rows[i]), -float(values[i])) for i in order]
+
+
+def bm25_top(
+    terms: Sequence[str],
+    lists: list[Postings],
+    state: PostingState,
+    limit: int,
+    allowed: NDArray[np.int32] | None = None,
+) -> list[tuple[int, float]]:
+    """``top(bm25_scores(terms, lists, state), limit, allowed)``, cheaper when it can be.
+
+    Candidates are the rows of the rarest terms (up to ``CANDIDATE_POSTINGS`` postings), scored
+    exactly (every term's part, looked up in its sorted list). A row outside them holds only the
+    other terms, so it scores at most the sum of their IDFs times ``k1 + 1`` (the most a term
+    adds); when that bound is below the ``limit``-th best candidate, the candidates' best are
+    the index's best. Otherwise every row is scored."""
+    order = sorted(range(len(lists)), key=lambda i: len(lists[i][0]))
+    small: set[int] = set()
+    held = 0
+    for i in order:
+        if small and held + len(lists[i][0]) > CANDIDATE_POSTINGS:
+            break
+        small.add(i)
+        held += len(lists[i][0])
+    others = [i for i in range(len(lists)) if i not in small and len(lists[i][0])]
+    if sum(len(lists[i][0]) for i in others) < WORTH_PRUNING * held:  # scoring all is as cheap
+        return top(bm25_scores(terms, lists, state), limit, allowed)
+    bound = sum(idf(len(lists[i][0]), state.rows) * (K1 + 1) for i in others)
+    candidates = np.unique(np.concatenate([lists[i][0] for i in small]).astype(np.int64))
+    if allowed is not None:
+        candidates = np.intersect1d(candidates, allowed.astype(np.int64))
+    if len(candidates) < limit:  # too few to bound the rest
+        return top(bm25_scores(terms, lists, state), limit, allowed)
+    scores = np.zeros(len(candidates), dtype=np.float64)
+    for rows, counts in lists:  # the question's order: FTS5's order of additions
+        if not len(rows):
+            continue
+        at = np.minimum(np.searchsorted(rows, candidates), len(rows) - 1)
+        hit = rows[at] == candidates
+        if hit.any():
+            scores[hit] += contributions(
+                rows[at[hit]], counts[at[hit]], idf(len(rows), state.rows), state
+            )
+    best = _best(candidates, scores, limit, by_row=False)
+    # strictly below the worst kept candidate (with room for rounding): no other row can tie
+    if len(best) == limit and bound * (1 + 1e-9) < -best[-1][1]:
+        return best
+    return top(bm25_scores(terms, lists, state), limit, allowed)
