@@ -115,6 +115,10 @@ def bm25_top(
     if sum(len(lists[i][0]) for i in others) < WORTH_PRUNING * held:  # scoring all is as cheap
         return top(bm25_scores(terms, lists, state), limit, allowed)
     bound = sum(idf(len(lists[i][0]), state.rows) * (K1 + 1) for i in others)
+    if bound >= sum(idf(len(lists[i][0]), state.rows) * (K1 + 1) for i in small):
+        # the rare terms' rows can't be shown to lead (this proved false for 3 of 100
+        # questions at a million chunks and saved the attempt, 5-15 ms, on 11)
+        return top(bm25_scores(terms, lists, state), limit, allowed)
     candidates = np.unique(np.concatenate([lists[i][0] for i in small]).astype(np.int64))
     if allowed is not None:
         candidates = np.intersect1d(candidates, allowed.astype(np.int64))
