@@ -40,8 +40,14 @@ def contributions(
     """One term's part of the score of each of ``rows`` (its counts there: ``counts``)."""
     tf = counts.astype(np.float64)
     # FTS5's expression, in its order: idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * D / avgdl))
-    denom = tf + K1 * (1 - B + B * state.lengths[rows].astype(np.float64) / state.avg_length)
-    return term_idf * ((tf * (K1 + 1)) / denom)
+    return term_idf * ((tf * (K1 + 1)) / (tf + norms(state)[rows]))
+
+
+def norms(state: PostingState) -> NDArray[np.float64]:
+    """``k1 * (1 - b + b * D / avgdl)`` of every row (by row id), made once per state."""
+    if state.norms is None:
+        state.norms = K1 * (1 - B + B * state.lengths.astype(np.float64) / state.avg_length)
+    return state.norms
 
 
 def bm25_scores(

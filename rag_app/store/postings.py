@@ -17,7 +17,7 @@ a query holding a phrase (``C++``, ``陈 某某``) returns None as well.
 
 Where the lists, lengths and versions come from is a :class:`PostingSource`: FTS5's tables
 (``Fts5Postings`` in store/keywords_sqlite.py) or PostgreSQL's ``chunk_keywords``
-(``PgPostings`` in store/keywords_postgres.py, which counts jieba tokens instead of FTS5's).
+(``PgPostings`` in store/postings_postgres.py, which scores as PostgreSQL's ``ts_rank`` does).
 :func:`ranked_search` turns ranked rows into active chunks in scope, for both.
 """
 
@@ -99,6 +99,8 @@ class PostingState:
     cached: int = 0  # postings held in ``terms``
     # document id -> its rows; read on demand (prewarm, then after each change) for scoped search
     doc_rows: dict[str, NDArray[np.int32]] | None = None
+    # per row k1 * (1 - b + b * length / avgdl), made by store/bm25.py on first use
+    norms: NDArray[np.float64] | None = None
 
 
 class PostingCache:

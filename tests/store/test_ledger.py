@@ -657,7 +657,7 @@ def test_knowledge_base_on_postgres(tmp_path: Path, pg_url: str, embed_model) ->
 
 
 def test_idf_groups_cut_at_the_largest_gaps() -> None:
-    from rag_app.store.keywords_postgres import _idf_groups
+    from rag_app.store.postings_postgres import _idf_groups
 
     idf = {"罕见": 9.0, "少见": 8.8, "条款": 5.0, "第33条": 3.1, "人民": 0.2, "中华": 0.1}
     assert _idf_groups(idf) == [["罕见", "少见"], ["条款"], ["第33条"], ["人民", "中华"]]
