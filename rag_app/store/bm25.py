@@ -1,10 +1,10 @@
 """FTS5's ``bm25()`` over cached posting lists, and the best rows of a ranking.
 
 :func:`bm25_scores` scores every row of the index (one ``bincount`` over all the question's
-postings); :func:`bm25_top` gives the same best rows without scoring the rows that only hold
-the question's common terms when a bound proves none of them can reach the best ``limit``
-(MaxScore): at a million chunks a question's common terms hold hundreds of thousands of rows
-and scoring them all, then sorting, was most of the keyword branch. Both give FTS5's values bit
+postings); :func:`bm25_top` gives the same best rows without scoring the rows that hold only
+the question's commonest terms, whose bounds prove they can't reach the best ``limit``
+(MaxScore): at a million chunks those terms hold millions of postings, and scoring them all was
+most of the keyword branch (ranking p95 64 → 20 ms there). Both give FTS5's values bit
 for bit: per row, each term's ``idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * D / avgdl))``
 in double precision, added in the question's order of terms, as FTS5 adds them.
 """
@@ -22,10 +22,12 @@ from rag_app.store.postings import Postings, PostingState
 K1 = 1.2
 B = 0.75
 # the rarest terms' rows are scored first while they hold at most this many postings (at least
-# one term's); the rows of the other terms are scored only when a bound says they may rank
-CANDIDATE_POSTINGS = 50_000
-# ... and only when the other terms hold this many times as many postings
-WORTH_PRUNING = 8
+# one term's), for a floor; the cut is tried only when the other terms hold this many times as
+# many postings. Chosen on the 174 dev questions at a million chunks (the query_scale ones;
+# ranking alone, warm: 50k / 8 gave p95 38 ms, 20k / 4 23 ms, 10k / 4 20 ms, 5k / 4 18 ms,
+# scoring every row 64 ms)
+CANDIDATE_POSTINGS = 10_000
+WORTH_PRUNING = 4
 
 
 def idf(hits: int, rows: int) -> float:
@@ -102,33 +104,34 @@ def bm25_top(
     limit: int,
     allowed: NDArray[np.int32] | None = None,
 ) -> list[tuple[int, float]]:
-    """``top(bm25_scores(terms, lists, state), limit, allowed)``, cheaper when it can be.
+    """``top(bm25_scores(terms, lists, state), limit, allowed)``, cheaper when it can be
+    (MaxScore; ``lists`` sorted by row).
 
-    Candidates are the rows of the rarest terms (up to ``CANDIDATE_POSTINGS`` postings), scored
-    exactly (every term's part, looked up in its sorted list). A row outside them holds only the
-    other terms, so it scores at most the sum of their IDFs times ``k1 + 1`` (the most a term
-    adds); when that bound is below the ``limit``-th best candidate, the candidates' best are
-    the index's best. Otherwise every row is scored."""
-    order = sorted(range(len(lists)), key=lambda i: len(lists[i][0]))
-    small: set[int] = set()
+    The rows of the rarest terms (up to ``CANDIDATE_POSTINGS`` postings) are scored exactly
+    (every term's part, looked up in its sorted list): their ``limit``-th best score is a floor
+    for the index's. A term adds at most its IDF times ``k1 + 1``, so a row holding only the
+    commonest terms whose bounds sum below that floor can't rank: those terms are *skipped*,
+    counted only in rows an other term holds. When every term but the rarest is skipped, the
+    rare terms' best are the index's best; otherwise the rows of the other terms are scored,
+    the skipped terms' lists cut to those rows. The scores are FTS5's bit for bit: each row
+    adds the same parts in the question's order of terms."""
+    present = [i for i in range(len(lists)) if len(lists[i][0])]
+    if not present:
+        return []
+    order = sorted(present, key=lambda i: len(lists[i][0]))
+    small: list[int] = []
     held = 0
     for i in order:
         if small and held + len(lists[i][0]) > CANDIDATE_POSTINGS:
             break
-        small.add(i)
+        small.append(i)
         held += len(lists[i][0])
-    others = [i for i in range(len(lists)) if i not in small and len(lists[i][0])]
-    if sum(len(lists[i][0]) for i in others) < WORTH_PRUNING * held:  # scoring all is as cheap
-        return top(bm25_scores(terms, lists, state), limit, allowed)
-    bound = sum(idf(len(lists[i][0]), state.rows) * (K1 + 1) for i in others)
-    if bound >= sum(idf(len(lists[i][0]), state.rows) * (K1 + 1) for i in small):
-        # the rare terms' rows can't be shown to lead (this proved false for 3 of 100
-        # questions at a million chunks and saved the attempt, 5-15 ms, on 11)
-        return top(bm25_scores(terms, lists, state), limit, allowed)
+    if sum(len(lists[i][0]) for i in present) < (1 + WORTH_PRUNING) * held:
+        return top(bm25_scores(terms, lists, state), limit, allowed)  # scoring all is as cheap
     candidates = np.unique(np.concatenate([lists[i][0] for i in small]).astype(np.int64))
     if allowed is not None:
         candidates = np.intersect1d(candidates, allowed.astype(np.int64))
-    if len(candidates) < limit:  # too few to bound the rest
+    if len(candidates) < limit:  # too few for a floor
         return top(bm25_scores(terms, lists, state), limit, allowed)
     scores = np.zeros(len(candidates), dtype=np.float64)
     for rows, counts in lists:  # the question's order: FTS5's order of additions
@@ -141,7 +144,36 @@ def bm25_top(
                 rows[at[hit]], counts[at[hit]], idf(len(rows), state.rows), state
             )
     best = _best(candidates, scores, limit, by_row=False)
-    # strictly below the worst kept candidate (with room for rounding): no other row can tie
-    if len(best) == limit and bound * (1 + 1e-9) < -best[-1][1]:
+    if len(best) < limit:
+        return top(bm25_scores(terms, lists, state), limit, allowed)
+    floor = -best[-1][1] / (1 + 1e-9)  # room for rounding: a skipped row stays strictly below
+    skipped: set[int] = set()
+    bound = 0.0
+    for i in reversed(order[len(small) :]):  # the commonest first: the lowest bounds
+        term_bound = idf(len(lists[i][0]), state.rows) * (K1 + 1)
+        if bound + term_bound >= floor:
+            break
+        skipped.add(i)
+        bound += term_bound
+    if len(skipped) == len(present) - len(small):  # nothing but the rare terms can rank
         return best
-    return top(bm25_scores(terms, lists, state), limit, allowed)
+    if not skipped:
+        return top(bm25_scores(terms, lists, state), limit, allowed)
+    held_rows = np.zeros(len(state.lengths), dtype=bool)
+    for i in present:
+        if i not in skipped:
+            held_rows[lists[i][0]] = True
+    docs, weights = [], []
+    for i, (rows, counts) in enumerate(lists):
+        if not len(rows):
+            continue
+        term_idf = idf(len(rows), state.rows)
+        if i in skipped:
+            keep = held_rows[rows]
+            rows, counts = rows[keep], counts[keep]
+        docs.append(rows)
+        weights.append(contributions(rows, counts, term_idf, state))
+    summed = np.bincount(
+        np.concatenate(docs), weights=np.concatenate(weights), minlength=len(state.lengths)
+    )
+    return top(summed.astype(np.float64, copy=False), limit, allowed)

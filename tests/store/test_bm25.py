@@ -60,3 +60,25 @@ def test_the_bound_skips_the_common_terms_rows(monkeypatch: pytest.MonkeyPatch) 
     # asked for more rows than the rare term holds, every row is scored
     assert bm25.bm25_top(terms, lists, state, 64) == bm25.top(real(terms, lists, state), 64)
     assert calls
+
+
+def test_common_terms_are_counted_only_where_other_terms_hold_a_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Terms in most rows are skipped (their bound is below the rare term's best), terms of a
+    few thousand rows are not all: only rows holding a term not skipped are scored, with the
+    same scores."""
+    monkeypatch.setattr(bm25, "CANDIDATE_POSTINGS", 100)  # the floor from the rare term alone
+    rng = np.random.default_rng(5)
+    n = 200_000
+    state = _state(rng, n)
+    lists = _lists(rng, n, [3_000, 40, 4_000, 90_000, 120_000])
+    terms = ["mid", "rare", "mid2", "common", "commoner"]
+    real_scores, real_top = bm25.bm25_scores, bm25.top
+    want = real_top(real_scores(terms, lists, state), 10)
+    scored_all: list[int] = []
+    monkeypatch.setattr(bm25, "bm25_scores", lambda *a: scored_all.append(1) or real_scores(*a))
+    ranked: list[int] = []
+    monkeypatch.setattr(bm25, "top", lambda *a: ranked.append(1) or real_top(*a))
+    assert bm25.bm25_top(terms, lists, state, 10) == want
+    assert ranked and not scored_all  # rows of "rare" or "mid" were scored, not every row
