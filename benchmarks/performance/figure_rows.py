@@ -44,7 +44,7 @@ def p50_p95(timing: dict[str, Any]) -> str:
 
 def render_query_scale(data: dict[str, Any], headline: dict[str, str]) -> str:
     """query_scale.json; ``headline``: {size: label}, the smallest size the main figure, the
-    others "at N chunks ask …" (with the keyword cache's size where it differs)."""
+    others "at N chunks retrieve …, ask …" (with the keyword cache's size where it differs)."""
     sizes = sorted(headline, key=int)
     main = labelled(data, headline[sizes[0]], "query_scale.json")["sizes"][sizes[0]]
     text = f"retrieve {p50_p95(main['retrieve'])}, extractive ask {p50_p95(main['ask'])}"
@@ -53,7 +53,10 @@ def render_query_scale(data: dict[str, Any], headline: dict[str, str]) -> str:
     postings = (main.get("keyword_cache") or {}).get("max_postings")
     for size in sizes[1:]:
         run = labelled(data, headline[size], "query_scale.json")["sizes"][size]
-        text += f"; at {run['chunks']:,} chunks ask {p50_p95(run['ask'])}"
+        text += (
+            f"; at {run['chunks']:,} chunks retrieve {p50_p95(run['retrieve'])}, "
+            f"ask {p50_p95(run['ask'])}"
+        )
         cache = (run.get("keyword_cache") or {}).get("max_postings")
         if cache is not None and cache != postings:
             text += f" (`RAG_KEYWORD_CACHE_POSTINGS={cache}`)"
