@@ -289,11 +289,18 @@ class PostgresKeywordIndex:
         return self.search(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit)
 
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """Rows holding each term (absent terms left out), and the rows in the index. A term
+        whose posting list is cached is counted from it: a GIN count of a term in hundreds of
+        thousands of rows takes PostgreSQL about a second (a million chunks)."""
         wanted = _pg_terms(terms)
         with self.engine.connect() as conn:
-            stats = self._pg_term_stats(conn, wanted) if wanted else {}
+            cached = self.postings.cached_rows(conn, wanted)
+            rest = [t for t in wanted if t not in cached]
+            stats = self._pg_term_stats(conn, rest) if rest else {}
             total = self._pg_total(conn)
-        return {t: df for t, (_, df) in stats.items() if df}, total
+        found = {t: df for t, df in cached.items() if df}
+        found.update({t: df for t, (_, df) in stats.items() if df})
+        return found, total
 
     def count(self) -> int:
         with self.engine.connect() as conn:

@@ -221,6 +221,16 @@ class PostingCache:
             terms = self.source.common_terms(conn, min_rows)
         return self._fill(terms, budget or self.max_postings, doc_rows=True)
 
+    def cached_rows(self, conn: Any, terms: Sequence[str]) -> dict[str, int]:
+        """How many rows hold each of ``terms`` whose list the cache holds for the index's
+        current version (others are left out): a document frequency without asking the index."""
+        version = self.version(conn)
+        state = self._state
+        if version is None or state is None or state.version != version:
+            return {}
+        held = state.terms
+        return {t: len(held[t][0]) for t in terms if t in held}
+
     def version(self, conn: Any) -> bytes | None:
         """The source's version marker (None: nothing to cache by)."""
         return None if self.source is None else self.source.version(conn)

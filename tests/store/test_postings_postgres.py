@@ -142,3 +142,25 @@ def test_an_older_keyword_table_gains_row_ids(pg_url: str) -> None:
     finally:
         reopened.close()
         sql.close()
+
+
+def test_document_frequencies_of_cached_terms_come_from_the_cache(
+    pair: tuple[Ledger, Ledger],
+) -> None:
+    """A cached term's count of rows is its list's length: the same as PostgreSQL's GIN count,
+    before and after a write (a new version: counted by PostgreSQL again until re-read)."""
+    memory, sql = pair
+    rng = random.Random(17)
+    for d in range(4):
+        add_version(memory, f"doc{d}", _texts(rng, 30))
+    terms = list(dict.fromkeys(t for q in QUESTIONS for t in query_tokens(q)))
+    assert memory.postings.prewarm(min_rows=1) > 0
+    with memory.engine.connect() as conn:
+        assert len(memory.postings.cached_rows(conn, terms)) > 5
+    assert memory.term_document_frequencies(terms) == sql.term_document_frequencies(terms)
+    add_version(memory, "doc0", _texts(rng, 5))
+    with memory.engine.connect() as conn:
+        assert memory.postings.cached_rows(conn, terms) == {}  # another version now
+    memory.keywords.changed()  # the 30 s statistics of both: counted again
+    sql.keywords.changed()
+    assert memory.term_document_frequencies(terms) == sql.term_document_frequencies(terms)
