@@ -56,11 +56,19 @@ def bm25_scores(
     terms: Sequence[str], lists: list[Postings], state: PostingState
 ) -> NDArray[np.float64]:
     """FTS5's ``bm25()`` (negated: positive) of every row for the OR of the terms' lists."""
+    return _summed([(rows, counts, len(rows)) for rows, counts in lists], state)
+
+
+def _summed(
+    parts: list[tuple[NDArray[np.int32], NDArray[np.uint16], int]], state: PostingState
+) -> NDArray[np.float64]:
+    """Every row's score (0: not scored) from ``parts``: per term, in the question's order,
+    the rows to score, the term's counts there and how many rows hold the term (its IDF)."""
     docs, weights = [], []
-    for rows, counts in lists:
+    for rows, counts, hits in parts:
         if len(rows):
             docs.append(rows)
-            weights.append(contributions(rows, counts, idf(len(rows), state.rows), state))
+            weights.append(contributions(rows, counts, idf(hits, state.rows), state))
     if not docs:
         return np.zeros(len(state.lengths), dtype=np.float64)
     summed = np.bincount(
@@ -115,6 +123,10 @@ def bm25_top(
     rare terms' best are the index's best; otherwise the rows of the other terms are scored,
     the skipped terms' lists cut to those rows. The scores are FTS5's bit for bit: each row
     adds the same parts in the question's order of terms."""
+
+    def every_row() -> list[tuple[int, float]]:
+        return top(bm25_scores(terms, lists, state), limit, allowed)
+
     present = [i for i in range(len(lists)) if len(lists[i][0])]
     if not present:
         return []
@@ -127,12 +139,12 @@ def bm25_top(
         small.append(i)
         held += len(lists[i][0])
     if sum(len(lists[i][0]) for i in present) < (1 + WORTH_PRUNING) * held:
-        return top(bm25_scores(terms, lists, state), limit, allowed)  # scoring all is as cheap
+        return every_row()  # scoring all is as cheap
     candidates = np.unique(np.concatenate([lists[i][0] for i in small]).astype(np.int64))
     if allowed is not None:
         candidates = np.intersect1d(candidates, allowed.astype(np.int64))
     if len(candidates) < limit:  # too few for a floor
-        return top(bm25_scores(terms, lists, state), limit, allowed)
+        return every_row()
     scores = np.zeros(len(candidates), dtype=np.float64)
     for rows, counts in lists:  # the question's order: FTS5's order of additions
         if not len(rows):
@@ -145,7 +157,7 @@ def bm25_top(
             )
     best = _best(candidates, scores, limit, by_row=False)
     if len(best) < limit:
-        return top(bm25_scores(terms, lists, state), limit, allowed)
+        return every_row()
     floor = -best[-1][1] / (1 + 1e-9)  # room for rounding: a skipped row stays strictly below
     skipped: set[int] = set()
     bound = 0.0
@@ -158,22 +170,13 @@ def bm25_top(
     if len(skipped) == len(present) - len(small):  # nothing but the rare terms can rank
         return best
     if not skipped:
-        return top(bm25_scores(terms, lists, state), limit, allowed)
+        return every_row()
     held_rows = np.zeros(len(state.lengths), dtype=bool)
     for i in present:
         if i not in skipped:
             held_rows[lists[i][0]] = True
-    docs, weights = [], []
+    parts = []
     for i, (rows, counts) in enumerate(lists):
-        if not len(rows):
-            continue
-        term_idf = idf(len(rows), state.rows)
-        if i in skipped:
-            keep = held_rows[rows]
-            rows, counts = rows[keep], counts[keep]
-        docs.append(rows)
-        weights.append(contributions(rows, counts, term_idf, state))
-    summed = np.bincount(
-        np.concatenate(docs), weights=np.concatenate(weights), minlength=len(state.lengths)
-    )
-    return top(summed.astype(np.float64, copy=False), limit, allowed)
+        keep = held_rows[rows] if i in skipped else slice(None)
+        parts.append((rows[keep], counts[keep], len(rows)))
+    return top(_summed(parts, state), limit, allowed)
