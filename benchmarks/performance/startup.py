@@ -59,10 +59,10 @@ def slowest_imports(n: int = 12) -> list[dict[str, object]]:
 SPLIT = """
 import json, sys, time
 t0 = time.perf_counter()
-from rag_app.cli.common import one_shot_settings
+from rag_app.cli.common import start_one_shot
 from rag_app.kb import KnowledgeBase
 t1 = time.perf_counter()
-kb = KnowledgeBase.open(sys.argv[1], one_shot_settings(1), read_only=True)
+kb = KnowledgeBase.open(sys.argv[1], start_one_shot(1), read_only=True)
 t2 = time.perf_counter()
 kb.embed_model
 t3 = time.perf_counter()

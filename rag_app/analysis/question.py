@@ -12,7 +12,7 @@ from rag_app.analysis.entities import named_entities
 from rag_app.analysis.head import CLAUSE_MARKS, HeadReader, word_spans
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.values import bounds_among, value_matches
-from rag_app.text.tokenizer import label_tokens, query_tokens
+from rag_app.text.tokenizer import _jieba_posseg, label_tokens, query_tokens
 
 # answer types whose answer is a value of a recognisable form (lexicon value_patterns)
 VALUE_TYPES = ("duration", "date", "money", "ratio", "number", "person", "organization", "place")
@@ -67,15 +67,6 @@ class QuestionAnalysis(BaseModel):
     @property
     def expects_value(self) -> bool:
         return self.answer_type in VALUE_TYPES
-
-
-def _jieba_posseg():  # type: ignore[no-untyped-def]
-    from rag_app.text.tokenizer import _jieba
-
-    _jieba()  # initialised once, under its lock
-    import jieba.posseg
-
-    return jieba.posseg
 
 
 def _split_glued(words: list[tuple[str, str]], lex: Lexicon) -> list[tuple[str, str]]:

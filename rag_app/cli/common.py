@@ -190,6 +190,18 @@ def one_shot_settings(questions: int) -> Settings:
     return settings
 
 
+def start_one_shot(questions: int) -> Settings:
+    """:func:`one_shot_settings`, and for few questions jieba's dictionary as a compact table
+    from the start-up cache (rag_app/text/jieba_tables.py: 0.6 s less; the same words, counts
+    and tags). For ``rag ask`` / ``rag retrieve`` only: it sets up this process's jieba."""
+    settings = one_shot_settings(questions)
+    if questions < ONE_SHOT_QUESTIONS:
+        from rag_app.text.tokenizer import use_compact_dictionary
+
+        use_compact_dictionary(settings.cache_dir)
+    return settings
+
+
 def missing_kb(kb: Path | None, settings: Settings | None = None) -> Path | None:
     """The directory a read command was pointed at when it holds no knowledge base (a SQLite
     ledger that does not exist: a mistyped --kb); None when there is one, or the ledger is a

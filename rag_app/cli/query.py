@@ -21,10 +21,10 @@ from rag_app.cli.common import (
     emit_json,
     err,
     filename,
-    one_shot_settings,
     open_kb,
     out,
     remote_kb,
+    start_one_shot,
     warn_if_empty,
 )
 from rag_app.cli_output import (
@@ -68,7 +68,7 @@ def retrieve(
             raise typer.Exit(2) from exc
         settings = Settings()
     else:
-        with open_kb(kb, read_only=True, settings=one_shot_settings(1)) as base:
+        with open_kb(kb, read_only=True, settings=start_one_shot(1)) as base:
             warn_if_empty(base, tenant)
             check_collections(base, tenant, collection)
             try:
@@ -162,7 +162,7 @@ def ask(
                 err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
                 raise typer.Exit(2) from exc
         return
-    with open_kb(kb, read_only=True, settings=one_shot_settings(len(asked))) as base:
+    with open_kb(kb, read_only=True, settings=start_one_shot(len(asked))) as base:
         warn_if_empty(base, tenant)
         check_collections(base, tenant, collection)
         score_name = answer_score_name(base.settings)
