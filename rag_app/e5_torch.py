@@ -29,14 +29,18 @@ class TorchE5(E5Model):
     ``type0`` and ``ln`` are torch tensors (sharing the numpy arrays' memory)."""
 
     def __init__(
-        self, path: Path | None = None, threads: int | None = None, batch_tokens: int = 4096
+        self,
+        path: Path | None = None,
+        threads: int | None = None,
+        batch_tokens: int = 4096,
+        cache_dir: Path | None = None,
     ) -> None:
         import torch
 
         self.torch = torch
         if threads:
             torch.set_num_threads(threads)
-        super().__init__(path, threads, batch_tokens)
+        super().__init__(path, threads, batch_tokens, cache_dir)
         t = torch.from_numpy
         self.pos, self.type0 = t(self.pos), t(self.type0)
         self.ln = (t(self.ln[0]), t(self.ln[1]))

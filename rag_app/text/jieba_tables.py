@@ -34,6 +34,8 @@ from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 logger = logging.getLogger(__name__)
 
 FORMAT = 1
@@ -97,18 +99,19 @@ class CompactTable:
         if len(names) >= _NO_TAG:
             return None
         code = {name: i for i, name in enumerate(names)}
-        keyed = sorted((_hash(w), w) for w in set(freq) | set(tags))
-        hashes = array("Q", (h for h, _ in keyed))
-        if len(set(hashes)) != len(hashes) or any("\n" in w for _, w in keyed):
+        unordered = list(set(freq) | set(tags))
+        keys = np.fromiter(map(_hash, unordered), dtype=np.uint64, count=len(unordered))
+        order = np.argsort(keys, kind="stable")
+        ordered = [unordered[i] for i in order.tolist()]
+        sorted_keys = keys[order]
+        if bool((sorted_keys[1:] == sorted_keys[:-1]).any()) or any("\n" in w for w in ordered):
             return None
-        starts, at = array("I"), 0
-        for _, w in keyed:
-            starts.append(at)
-            at += len(w) + 1
-        starts.append(at)
-        counts = array("q", (freq.get(w, -1) for _, w in keyed))
-        codes = bytes(code[tags[w]] if w in tags else _NO_TAG for _, w in keyed)
-        words = "".join(w + "\n" for _, w in keyed)
+        hashes = array("Q", sorted_keys.tobytes())
+        lengths = np.fromiter(map(len, ordered), dtype=np.int64, count=len(ordered)) + 1
+        starts = array("I", np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint32).tobytes())
+        counts = array("q", [freq.get(w, -1) for w in ordered])
+        codes = bytes([code.get(tags.get(w, ""), _NO_TAG) for w in ordered])
+        words = "".join(w + "\n" for w in ordered)
         return cls(total, words, starts, hashes, counts, codes, names)
 
     def dumps(self) -> bytes:
