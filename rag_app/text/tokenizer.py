@@ -6,7 +6,9 @@ blocks (``re_han_default``) and segments each block on its own, so a block of CJ
 letters and digits only goes to rjieba, and a block holding any of jieba's joiner characters
 (``+#&._%-``, where jieba-rs's handling of runs like "2022-06-01" differs) to jieba itself. The
 output equals ``jieba.lcut_for_search`` (checked on 9.6 M characters of the shared data and in
-tests/retrieval/test_tokenizer.py); without rjieba installed, jieba does all of it.
+tests/text/test_tokenizer.py); without rjieba installed, jieba does all of it, and so does a
+one-shot command on the compact dictionary (its few short texts gain nothing from rjieba, which
+takes 0.1 s to load).
 
 Article labels such as 第三十三条 / 第33条 also produce one canonical token (``第33条``), so a
 question written with Arabic numerals finds an article written with Chinese numerals and back;
@@ -54,11 +56,17 @@ _jieba_ready = False
 _compact_dir: Path | None = None
 _compact_table: CompactTable | None = None
 
-_rjieba: Any
-try:  # optional accelerator with jieba's output (see the module docstring)
-    import rjieba as _rjieba
-except ImportError:  # pragma: no cover - rjieba is a dependency; jieba alone gives the same tokens
-    _rjieba = None
+
+@lru_cache(maxsize=1)
+def _rjieba_search() -> Callable[[str], list[str]] | None:
+    """rjieba's ``cut_for_search`` (the optional accelerator with jieba's output, see the module
+    docstring), imported on first use (0.1 s: it builds its own dictionary); None without it."""
+    try:
+        import rjieba
+    except ImportError:  # pragma: no cover - a dependency; jieba alone gives the same tokens
+        return None
+    return rjieba.cut_for_search  # type: ignore[no-any-return]
+
 
 # a block of only these goes to rjieba; one with jieba's joiners (+#&._%-) stays with jieba
 _PLAIN_BLOCK = re.compile(r"[\u4E00-\u9FD5a-zA-Z0-9]+")
@@ -197,9 +205,10 @@ def tokenize(text: str) -> list[str]:
     jieba = _jieba()
     tokens: list[str] = []
     plain = _PLAIN_BLOCK.fullmatch
-    rust: Callable[[str], list[str]] = (
-        _rjieba.cut_for_search if _rjieba is not None else jieba.lcut_for_search
-    )
+    # a one-shot command (the compact table) tokenizes a question or two: jieba's own is as fast
+    # as importing rjieba, and gives the same tokens
+    fast = None if _compact_table is not None else _rjieba_search()
+    rust: Callable[[str], list[str]] = fast if fast is not None else jieba.lcut_for_search
     for block in jieba.re_han_default.split(normalized):
         if not block:
             continue
