@@ -164,3 +164,24 @@ def test_document_frequencies_of_cached_terms_come_from_the_cache(
     memory.keywords.changed()  # the 30 s statistics of both: counted again
     sql.keywords.changed()
     assert memory.term_document_frequencies(terms) == sql.term_document_frequencies(terms)
+
+
+def test_a_new_keyword_table_has_its_gin_index_and_its_tsvector_column(pg_url: str) -> None:
+    """The table's DDL (a GIN index added after the table is created, a ``tsvector`` column
+    declared without SQLAlchemy's PostgreSQL dialect) is the one PostgreSQL's search needs."""
+    ledger = Ledger(pg_url)
+    try:
+        with ledger.engine.connect() as conn:
+            index = conn.execute(
+                text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_chunk_keywords_tsv'")
+            ).scalar_one()
+            kind = conn.execute(
+                text(
+                    "SELECT data_type, is_generated FROM information_schema.columns "
+                    "WHERE table_name = 'chunk_keywords' AND column_name = 'tsv'"
+                )
+            ).one()
+        assert "USING gin (tsv)" in index
+        assert tuple(kind) == ("tsvector", "ALWAYS")
+    finally:
+        ledger.close()
