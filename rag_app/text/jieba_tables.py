@@ -26,7 +26,6 @@ import hashlib
 import logging
 import marshal
 import os
-import tempfile
 import zlib
 from array import array
 from bisect import bisect_left
@@ -238,13 +237,11 @@ def save_table(cache_dir: Path, table: CompactTable) -> None:
     try:
         path = table_path(cache_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        part = path.with_name(f".{path.name}.{os.getpid()}")  # rag_app/text imports no cache_files
         try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(table.dumps())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            part.write_bytes(table.dumps())
+            os.replace(part, path)
+        finally:
+            part.unlink(missing_ok=True)
     except Exception as exc:
         logger.warning("could not write the jieba table cache: %s", exc)
