@@ -371,3 +371,44 @@ def test_the_rag_process_ends_ask_and_retrieve_at_once_with_all_its_output(kb_di
     assert "三十日" in json.loads(asked.stdout)["answer"]  # the whole JSON document arrived
     missing = rag("retrieve", "报销", "--kb", str(tmp_path / "typo"))
     assert missing.returncode == 2 and "no knowledge base at" in missing.stderr
+
+
+def test_a_one_shot_command_collects_again_after_its_first_answer(kb_dir, tmp_path):
+    """``rag ask`` starts with the garbage collector off (its start-up allocates millions of
+    objects, nearly none garbage); each question of a file still gets answered, and after the
+    first answer the collector runs again over what is new (the start-up's objects frozen)."""
+    import subprocess
+    import sys
+
+    doc = tmp_path / "expense.md"
+    doc.write_text(DOC, encoding="utf-8")
+    assert run("ingest", str(doc), "--kb", str(kb_dir)).exit_code == 0
+    questions = tmp_path / "questions.txt"
+    questions.write_text("报销申请须在多少日内提交？\n差旅住宿标准是多少？\n", encoding="utf-8")
+    probe = (
+        "import gc, sys\n"
+        "from rag_app.cli import run\n"
+        "from rag_app.cli import query\n"
+        "seen = []\n"
+        "emit_answer = query.resume_collection\n"
+        "def resume():\n"
+        "    seen.append((gc.isenabled(), gc.get_freeze_count()))\n"
+        "    emit_answer()\n"
+        "    seen.append((gc.isenabled(), gc.get_freeze_count()))\n"
+        "    print('SEEN', seen, file=sys.stderr, flush=True)\n"
+        "query.resume_collection = resume\n"
+        "sys.argv = ['rag', *sys.argv[1:]]\n"
+        "run()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "ask", "--questions", str(questions), "--kb", str(kb_dir),
+         "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.strip().splitlines()) == 2  # both answers, as JSON lines
+    seen = [line for line in done.stderr.splitlines() if line.startswith("SEEN")][-1]
+    steps = eval(seen.removeprefix("SEEN "))  # noqa: S307 - our own repr of (bool, int) pairs
+    assert steps[0][0] is False  # off through the start-up and the first answer
+    assert steps[1][0] is True and steps[1][1] > 100_000  # then on, the start-up frozen
+    assert all(enabled for enabled, _ in steps[2:])

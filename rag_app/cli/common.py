@@ -190,6 +190,17 @@ def one_shot_settings(questions: int) -> Settings:
     return settings
 
 
+def resume_collection() -> None:
+    """After a one-shot command's first answer: the objects of its start-up frozen (the garbage
+    collector never walks them again) and collection back on (``rag_app.cli.run`` turns it off
+    for ``rag ask`` / ``rag retrieve``). Nothing to do when it is on."""
+    import gc
+
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 def start_one_shot(questions: int) -> Settings:
     """:func:`one_shot_settings`, and for few questions jieba's dictionary as a compact table
     from the start-up cache (rag_app/text/jieba_tables.py: 0.6 s less; the same words, counts

@@ -24,6 +24,7 @@ from rag_app.cli.common import (
     open_kb,
     out,
     remote_kb,
+    resume_collection,
     start_one_shot,
     warn_if_empty,
 )
@@ -174,6 +175,7 @@ def ask(
                 err.print(f"[red]error:[/red] {exc}")
                 raise typer.Exit(2) from exc
             emit(i, answer, rows, score_name)
+            resume_collection()
 
 
 def _read_questions(path: Path | None) -> list[str]:
