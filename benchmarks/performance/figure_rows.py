@@ -66,6 +66,8 @@ def render_query_scale(data: dict[str, Any], headline: dict[str, str]) -> str:
 def render_startup(data: dict[str, Any], _headline: Any = None) -> str:
     """startup.json: the wall time of one `rag ask`, through a server and cold (min–max)."""
     cold = f"{span([r['wall_s'] for r in data['one_question']])} s cold"
+    if data.get("median_one_question_wall_s") is not None:
+        cold += f", median {num(data['median_one_question_wall_s'], 1)} s"
     if data.get("retrieve_wall_s"):
         cold += f" (`rag retrieve` {span(data['retrieve_wall_s'])} s)"
     served = data.get("one_question_through_server")
