@@ -192,11 +192,13 @@ class E5Weights:
         scores = np.frombuffer(
             data[start + (n_pieces + 1) * 4 : start + (2 * n_pieces + 1) * 4], dtype="<f4"
         ).copy()
-        shape = (n_pieces, blob_len)
+        shape, norm_at = (n_pieces, blob_len), start + (2 * n_pieces + 1) * 4 + blob_len
         cached = _read_vocabulary(cache_dir, path, shape) if cache_dir is not None else None
+        if cached is not None and cached[1][:8] != bytes(data[norm_at : norm_at + 8]):
+            cached = None  # another normalization section: not this file's cache
         if cached is not None:
             pieces, norm_section = cached
-            cur.at = start + (2 * n_pieces + 1) * 4 + blob_len + len(norm_section)
+            cur.at = norm_at + len(norm_section)
         else:
             pieces, norm_section = _vocabulary(cur, n_pieces, blob_len)
             if cache_dir is not None:

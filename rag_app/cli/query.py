@@ -162,6 +162,7 @@ def ask(
             except RemoteError as exc:
                 err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
                 raise typer.Exit(2) from exc
+            resume_collection()
         return
     with open_kb(kb, read_only=True, settings=start_one_shot(len(asked))) as base:
         warn_if_empty(base, tenant)
