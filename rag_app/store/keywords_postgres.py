@@ -275,18 +275,15 @@ class PostgresKeywordIndex:
         terms = _pg_terms(tokens)
         if not terms:
             return []
-        with self.engine.connect() as conn:
-            found = ranked_search(
-                conn,
-                tenant=tenant,
-                doc_ids=doc_ids,
-                limit=limit,
-                rank=lambda c, window: self.postings.rank(c, terms, window, doc_ids),
-                describe=_describe,
-            )
-        if found is not None:
-            return found
-        return self.search(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit)
+        return ranked_search(
+            self.engine,
+            tenant=tenant,
+            doc_ids=doc_ids,
+            limit=limit,
+            rank=lambda c, window: self.postings.rank(c, terms, window, doc_ids),
+            describe=_describe,
+            fallback=lambda: self.search(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit),
+        )
 
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """Rows holding each term (absent terms left out), and the rows in the index. A term

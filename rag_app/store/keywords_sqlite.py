@@ -206,18 +206,15 @@ class SqliteKeywordIndex:
                 ranked = [(r[0], r[1]) for r in conn.execute(rank_sql, {"q": query, "m": window})]
             return ranked  # None with documents: FTS5 with the SQL document filter, below
 
-        with self.engine.connect() as conn:
-            found = ranked_search(
-                conn,
-                tenant=tenant,
-                doc_ids=doc_ids,
-                limit=limit,
-                rank=rank,
-                describe=self._describe,
-            )
-        if found is not None:
-            return found
-        return self.search(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit)
+        return ranked_search(
+            self.engine,
+            tenant=tenant,
+            doc_ids=doc_ids,
+            limit=limit,
+            rank=rank,
+            describe=self._describe,
+            fallback=lambda: self.search(tokens, tenant=tenant, doc_ids=doc_ids, limit=limit),
+        )
 
     def _describe(self, conn: Connection, rowids: list[int]) -> dict[int, RowFacts]:
         names = {f"r{i}": rowid for i, rowid in enumerate(rowids)}

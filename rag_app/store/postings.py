@@ -329,6 +329,26 @@ RowFacts = tuple[str, str, str, int, int | None]
 
 
 def ranked_search(
+    engine: Any,
+    *,
+    tenant: str,
+    doc_ids: Sequence[str] | None,
+    limit: int,
+    rank: Callable[[Any, int], list[tuple[int, float]] | None],
+    describe: Callable[[Any, list[int]], dict[int, RowFacts]],
+    fallback: Callable[[], list[tuple[str, float]]],
+) -> list[tuple[str, float]]:
+    """A backend's ``search_ranked``: :func:`_best_in_scope` on a connection of ``engine``, or
+    ``fallback()`` (the index's own search, once the connection is closed) when that can't
+    rank the query."""
+    with engine.connect() as conn:
+        found = _best_in_scope(
+            conn, tenant=tenant, doc_ids=doc_ids, limit=limit, rank=rank, describe=describe
+        )
+    return found if found is not None else fallback()
+
+
+def _best_in_scope(
     conn: Any,
     *,
     tenant: str,
