@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from llama_index.core.llms import LLM, ChatMessage, MessageRole
 
-from rag_app.synthesis.citations import build_llm, describe
+from rag_app.llm import build_llm, describe
 
 if TYPE_CHECKING:
     from rag_app.config import Settings

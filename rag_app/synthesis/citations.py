@@ -20,6 +20,8 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
+from rag_app.llm import build_llm as build_llm  # re-exported: the engine builds its LLM here
+from rag_app.llm import describe
 from rag_app.synthesis.extractive import citation_of, compose
 from rag_app.synthesis.prompts import SYSTEM_PROMPT, USER_TEMPLATE, format_evidence
 from rag_app.types import REFUSAL, Citation
@@ -43,27 +45,6 @@ def clean_markers(text: str, n_sources: int) -> tuple[str, list[int]]:
         return ""
 
     return _MARKER.sub(keep, text).strip(), kept
-
-
-def describe(exc: BaseException) -> str:
-    """An exception in one line without secrets or a traceback: its type and first line."""
-    first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-
-
-def build_llm(base_url: str, model: str, api_key: str | None, timeout: float = 60.0) -> LLM:
-    from llama_index.llms.openai_like import OpenAILike
-
-    return OpenAILike(
-        model=model,
-        api_base=base_url,
-        api_key=api_key or "not-needed",
-        is_chat_model=True,
-        temperature=0.0,
-        timeout=timeout,
-        max_retries=1,
-        context_window=16000,
-    )
 
 
 # receives an answer's text as it is written (streaming)
