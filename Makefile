@@ -84,7 +84,7 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 
 typecheck: install
-	$(VENV)/bin/mypy rag_app pipelines
+	$(VENV)/bin/mypy rag_app pipelines training
 
 pytest: install browser-deps ocr-deps postgres-deps
 	$(VENV)/bin/pytest -q

@@ -3,7 +3,7 @@
 The development data lives in ``../shared/data`` next to the project (absent in a user's clone:
 benchmarks then exit cleanly with a message). Built knowledge bases are cached in
 ``benchmarks/.cache/<dataset>-<config>/`` so that several benchmarks can reuse one ingestion
-(by :func:`rag_app.answer.training.dev_data.cached_kb`, which the answer model's fit uses too).
+(by :func:`training.dev_data.cached_kb`, which the answer model's fit uses too).
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 
 from rag_app import KnowledgeBase  # noqa: E402
-from rag_app.answer.training.dev_data import cached_kb, dataset_folder  # noqa: E402
-from rag_app.answer.training.split import dev_half  # noqa: E402, F401 (re-exported)
 from rag_app.eval.dataset import QAItem, load_qa  # noqa: E402
+from training.dev_data import cached_kb, dataset_folder  # noqa: E402
+from training.split import dev_half  # noqa: E402, F401 (re-exported)
 
 SHARED = Path(os.environ.get("RAG_SHARED_DATA", ROOT.parent / "shared" / "data"))
 CACHE = ROOT / "benchmarks" / ".cache"
 RESULTS = ROOT / "benchmarks" / "results"
 
-# rag_app.answer.training logs kb_for's progress ("building KB …") and the answer model fit's:
+# training logs kb_for's progress ("building KB …") and the answer model fit's:
 # shown on stdout, as the benchmarks printed it
-_progress = logging.getLogger("rag_app.answer.training")
+_progress = logging.getLogger("training")
 if not _progress.handlers:
     _progress.addHandler(logging.StreamHandler(sys.stdout))
     _progress.setLevel(logging.INFO)

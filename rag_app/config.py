@@ -168,7 +168,7 @@ class Settings(BaseSettings):
     cross_reader: bool = Field(
         False,
         description="The cross reader (trained here on multilingual-e5-small with "
-        "`python -m rag_app.answer.training reader`): reads the question against the answer's "
+        "`python -m training reader`): reads the question against the answer's "
         "leading units; an answer none of them states is qualified (its first line says the "
         "knowledge base has no exact answer, then gives the closest). Off by default: the "
         "reader trained so far separates answerable from unanswerable questions in-domain "

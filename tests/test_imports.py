@@ -3,7 +3,10 @@
 
 * no import cycle: every `import rag_app…` anywhere in a module (top level, inside a function,
   under TYPE_CHECKING) counts, so a cycle can't hide behind a local import;
-* no module imports ``benchmarks``;
+* no folder-level cycle either: each subpackage of rag_app (``rag_app/answer/``, ``rag_app/store/``
+  …) and each top-level module (``kb.py``, ``engine.py`` …) is one node, and the graph of their
+  imports of each other has no loop, so the layers stack;
+* no module imports ``benchmarks`` or ``training`` (the developer's tools beside the package);
 * only rag_app/config.py (Settings) and rag_app/faults.py (RAG_FAULT) read ``RAG_`` variables;
 * no statement run at import writes the environment.
 """
@@ -11,7 +14,9 @@
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,7 +79,59 @@ def test_rag_app_has_no_import_cycle() -> None:
     assert cycle is None, " -> ".join(cycle or [])
 
 
-# ----- settings and state: no benchmarks imports, environment read only by config -------------
+def folder_of(module: str) -> str:
+    """The node a module belongs to in the folder graph: its top-level subpackage
+    (``rag_app.answer.locator`` -> ``rag_app.answer``) or, for a module directly in the package,
+    itself (``rag_app.kb``); the package's ``__init__`` is ``rag_app``."""
+    return ".".join(module.split(".")[:2])
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph collapsed onto folders: an edge where a module of one folder imports a
+    module of another (anywhere in it, a local import too)."""
+    folders: dict[str, set[str]] = {folder_of(name): set() for name in graph}
+    for name, targets in graph.items():
+        folders[folder_of(name)].update(folder_of(t) for t in targets)
+    for name, targets in folders.items():
+        targets.discard(name)
+    return folders
+
+
+def test_the_checker_finds_a_folder_cycle(tmp_path: Path) -> None:
+    """Two subpackages importing each other through different modules: no module cycle, but a
+    folder one."""
+    pkg = tmp_path / "pkg"
+    for sub in ("a", "b"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "one.py").write_text("from pkg.b.two import f\n")
+    (pkg / "b" / "two.py").write_text("def f():\n    pass\n")
+    (pkg / "b" / "three.py").write_text("def g():\n    from pkg.a.four import h  # local\n")
+    (pkg / "a" / "four.py").write_text("def h():\n    pass\n")
+    (pkg / "c.py").write_text("import pkg.a.one\n")
+    graph = import_graph(pkg)
+    assert find_cycle(graph) is None
+    folders = folder_graph(graph)
+    assert folders == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}, "pkg.c": {"pkg.a"}}
+    assert find_cycle(folders) == ["pkg.a", "pkg.b", "pkg.a"]
+
+
+def test_rag_app_has_no_folder_level_import_cycle() -> None:
+    """The subpackages and top-level modules of rag_app import each other without a loop (the
+    answer model's training, which closed one through kb, lives outside in training/)."""
+    folders = folder_graph(import_graph(ROOT / "rag_app"))
+    assert {"rag_app.answer", "rag_app.kb", "rag_app.engine"} <= folders.keys()
+    cycle = find_cycle(folders)
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_training_has_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph(ROOT / "training"))
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+# ----- settings and state: no benchmarks/training imports, environment read only by config ------
 ENV_READERS = {"rag_app/config.py", "rag_app/faults.py"}  # RAG_ variables; faults: RAG_FAULT
 ENV_WRITE_METHODS = {"setdefault", "update", "pop", "popitem", "clear", "__setitem__"}
 
@@ -99,9 +156,13 @@ def _is_environ(node: ast.expr) -> bool:
     return _call_name(node) == "environ"
 
 
-def imports_benchmarks(tree: ast.Module) -> bool:
-    """Whether the module imports ``benchmarks`` anywhere (also inside functions), by an import
-    statement or ``importlib.import_module`` / ``__import__`` with a literal name."""
+OUTSIDE = ("benchmarks", "training")  # beside the package, never imported by it
+
+
+def imports_outside(tree: ast.Module) -> bool:
+    """Whether the module imports ``benchmarks`` or ``training`` anywhere (also inside
+    functions), by an import statement or ``importlib.import_module`` / ``__import__`` with a
+    literal name."""
     for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
@@ -112,8 +173,8 @@ def imports_benchmarks(tree: ast.Module) -> bool:
             "import_module",
             "__import__",
         ):
-            names = [a.value for a in node.args[:1] if isinstance(a, ast.Constant)]
-        if any(str(n).split(".")[0] == "benchmarks" for n in names):
+            names = [str(a.value) for a in node.args[:1] if isinstance(a, ast.Constant)]
+        if any(n.split(".")[0] in OUTSIDE for n in names):
             return True
     return False
 
@@ -219,7 +280,7 @@ def test_the_checkers_find_what_they_look_for() -> None:
         '    return os.getenv("RAG_A"), environ.get(KEY), os.environ[f"RAG_{1}"], "RAG_B" in environ\n'
     )
     assert env_keys_read(sample) == {"HF_HUB_OFFLINE", "RAG_A", "RAG_KB_DIR", "RAG_", "RAG_B"}
-    assert imports_benchmarks(sample)
+    assert imports_outside(sample)
     assert not writes_environ_at_import(sample)
     for line in (
         'os.environ["A"] = "1"',
@@ -229,13 +290,28 @@ def test_the_checkers_find_what_they_look_for() -> None:
         'if True:\n    del os.environ["A"]',
     ):
         assert writes_environ_at_import(ast.parse("import os\n" + line)), line
-    assert not imports_benchmarks(ast.parse("from rag_app import benchmarks_shared\n"))
+    assert not imports_outside(ast.parse("from rag_app import benchmarks_shared\n"))
+    assert not imports_outside(ast.parse("from rag_app.answer import training_data\n"))
+    for line in ("import training", "from training.answer_fit import fit",
+                 "def f():\n    from training import dev_data",
+                 "importlib.import_module('training.reader')"):  # fmt: skip
+        assert imports_outside(ast.parse(line)), line
     assert defines_settings(ast.parse("class S(pydantic_settings.BaseSettings):\n    x: int\n"))
 
 
-def test_rag_app_imports_no_benchmarks() -> None:
-    offenders = [name for name, tree in rag_modules().items() if imports_benchmarks(tree)]
+def test_rag_app_imports_neither_benchmarks_nor_training() -> None:
+    offenders = [name for name, tree in rag_modules().items() if imports_outside(tree)]
     assert offenders == [], offenders
+
+
+def test_rag_app_holds_no_training_code() -> None:
+    """Training is a developer's tool outside the runtime package (training/), and the wheel
+    ships rag_app and pipelines only."""
+    assert (ROOT / "training" / "__main__.py").is_file()
+    assert not list((ROOT / "rag_app").rglob("training"))
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert not any(fnmatch.fnmatch(name, p) for p in shipped for name in OUTSIDE), shipped
 
 
 def test_only_config_reads_rag_environment_variables() -> None:

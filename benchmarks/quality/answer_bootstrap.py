@@ -1,7 +1,7 @@
 """Error bars for the answer model's leave-one-domain-out figures: refit each fold on bootstrap
 resamples of its training questions and measure the held-out domain each time.
 
-`fit_answer_model.py` (``python -m rag_app.answer.training answer-model``) reports one fit per
+`fit_answer_model.py` (``python -m training answer-model``) reports one fit per
 left-out domain. A change to the question analysis or to a feature moves those cells, and the
 question is whether it moved them more than refitting on another draw of the same kind of
 questions would. Each replicate draws the training examples of every fold with replacement
@@ -28,12 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 from common import CACHE, SHARED, machine, require_shared, write_json, write_result
 from fit_answer_model import legacy_options
 
-from rag_app.answer.training.__main__ import add_fit_options, fit_options
-from rag_app.answer.training.answer_features import feature_version
-from rag_app.answer.training.answer_fit import FitContext, fit
-from rag_app.answer.training.answer_measure import measure
-from rag_app.answer.training.answer_run import dev_examples, left_out_training
-from rag_app.answer.training.dev_data import DATASETS, DevData
+from training.__main__ import add_fit_options, fit_options
+from training.answer_features import feature_version
+from training.answer_fit import FitContext, fit
+from training.answer_measure import measure
+from training.answer_run import dev_examples, left_out_training
+from training.dev_data import DATASETS, DevData
 
 CELLS = ("false_refusal", "unanswerable_refused", "near_miss_refused", "offtopic_refused")
 RANKED = ("unanswerable", "near", "offtopic")  # kinds whose AUC against the answerable is kept

@@ -1,6 +1,6 @@
 """Evidence for fitting and measuring the answer model, in benchmarks/.cache (where the dev KBs
-the other benchmarks share are): ``python -m rag_app.answer.training answer-data`` (rag_app/
-answer/training/answer_data.py, which describes it; its options are this script's).
+the other benchmarks share are): ``python -m training answer-data`` (training/answer_data.py,
+which describes it; its options are this script's).
 
     .venv/bin/python benchmarks/quality/answer_data.py [--datasets cmrc_trial_zh ...] [--limit N]
 
@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 
 from common import CACHE, SHARED
 
-from rag_app.answer.training.__main__ import main
-from rag_app.answer.training.dev_data import MissingDevData
+from training.__main__ import main
+from training.dev_data import MissingDevData
 
 if __name__ == "__main__":
     try:

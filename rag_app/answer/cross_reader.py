@@ -9,7 +9,7 @@ every token of the question attends to the passage. e5's lower layers run as the
 its top ``trained`` blocks were fine-tuned here, with two heads over the last states: an
 answerability logit over the attention-pooled tokens (e5's ``<s>`` state barely varies) and
 start/end logits over the passage's tokens (SQuAD 2.0's span objective, the no-answer span at
-``<s>``). Training (:mod:`rag_app.answer.training.reader`) writes the trained blocks and heads
+``<s>``). Training (:mod:`training.reader`) writes the trained blocks and heads
 as one compact float16 file (the default path is ``reader_head.npz`` beside this module; the
 package bundles none), which records its format version, the base model it extends and its
 training figures; it is verified on load (version, base, every tensor's shape).
@@ -252,8 +252,9 @@ class CrossReader:
         target = path or DEFAULT_HEAD
         if not target.exists():
             raise ValueError(
-                f"no cross reader at {target}: train one with `python -m rag_app.answer.training "
-                "reader --out FILE` and set RAG_CROSS_READER_PATH, or leave RAG_CROSS_READER off"
+                f"no cross reader at {target}: train one with `python -m training reader --out "
+                "FILE` (in a checkout of the repository) and set RAG_CROSS_READER_PATH, or leave "
+                "RAG_CROSS_READER off"
             )
         try:
             with np.load(target) as data:

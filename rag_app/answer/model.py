@@ -15,8 +15,8 @@
   log-odds, fitted after it, so the gate's own weights stay as they were.
 
 The weights live in ``answer_model.json`` next to this module, written by
-``python -m rag_app.answer.training answer-model`` from the dev data (a reproducible command;
-:mod:`rag_app.answer.training.answer_run`); the file records
+``python -m training answer-model`` from the dev data (a reproducible command;
+:mod:`training.answer_run`); the file records
 what it was fitted on and the thresholds of the gate presets. Scoring is plain numpy.
 """
 

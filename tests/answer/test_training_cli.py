@@ -1,4 +1,4 @@
-"""The training entry point, ``python -m rag_app.answer.training``: the answer model's fit and the
+"""The training entry point, ``python -m training``: the answer model's fit and the
 cross reader's training are its subcommands."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.answer.training.__main__ import fit_options, parser
+from training.__main__ import fit_options, parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_help_lists_the_answer_model_fit_and_the_reader() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "rag_app.answer.training", "--help"],
+        [sys.executable, "-m", "training", "--help"],
         cwd=ROOT, capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     for command in ("answer-data", "answer-model", "reader"):
@@ -24,7 +24,7 @@ def test_help_lists_the_answer_model_fit_and_the_reader() -> None:
 
 
 def test_the_fit_options_not_given_keep_their_defaults() -> None:
-    from rag_app.answer.training.answer_fit import FitOptions
+    from training.answer_fit import FitOptions
 
     args = parser().parse_args(["answer-model", "--reader", "usem3", "--no-reading"])
     assert fit_options(args) == FitOptions(reader="usem3", reading=False)
@@ -32,9 +32,9 @@ def test_the_fit_options_not_given_keep_their_defaults() -> None:
 
 
 def test_the_fit_without_evidence_says_what_to_run_first(tmp_path: Path) -> None:
-    from rag_app.answer.training.answer_fit import FitContext, FitOptions
-    from rag_app.answer.training.answer_run import run
-    from rag_app.answer.training.dev_data import DevData, MissingDevData
+    from training.answer_fit import FitContext, FitOptions
+    from training.answer_run import run
+    from training.dev_data import DevData, MissingDevData
 
     data = DevData.at(tmp_path / "shared", tmp_path / "cache")
     with pytest.raises(MissingDevData, match="answer-data"):
@@ -43,7 +43,7 @@ def test_the_fit_without_evidence_says_what_to_run_first(tmp_path: Path) -> None
 
 
 def test_a_dev_kb_is_built_once_then_reopened(tmp_path: Path, embed_model) -> None:  # type: ignore[no-untyped-def]
-    from rag_app.answer.training.dev_data import DevData
+    from training.dev_data import DevData
 
     shared = tmp_path / "shared"
     (shared / "tiny" / "docs").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""The gate's hard negatives (rag_app/answer/training/estimators.py): which questions weigh more in
+"""The gate's hard negatives (training/estimators.py): which questions weigh more in
 its second fit, and that weighing them moves the fit toward them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def est() -> ModuleType:
-    from rag_app.answer.training import estimators
+    from training import estimators
 
     return estimators
 

@@ -1,5 +1,5 @@
 """The value-swap probes' dates and the stacked refit of one gate weight
-(rag_app/answer/training/probes.py and estimators.py)."""
+(training/probes.py and estimators.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from rag_app.answer.model import LinearModel
 
 @pytest.fixture(scope="module")
 def bench() -> tuple[ModuleType, ModuleType]:
-    from rag_app.answer.training import estimators, probes
+    from training import estimators, probes
 
     return probes, estimators
 

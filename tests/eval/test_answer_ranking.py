@@ -1,4 +1,4 @@
-"""The gate's ranking figures apart from its threshold (rag_app/answer/training/ranking.py)."""
+"""The gate's ranking figures apart from its threshold (training/ranking.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def ranked() -> ModuleType:
-    from rag_app.answer.training import ranking
+    from training import ranking
 
     return ranking
 

@@ -1,6 +1,6 @@
 """A near miss counts as answered elsewhere only when another unit holds the gold row's answer
 cell with its column and the row's cells the question names
-(rag_app/answer/training/answer_measure.py)."""
+(training/answer_measure.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ CellElsewhere = Callable[[dict[str, Any], str, list[str], str], bool]
 
 @pytest.fixture(scope="module")
 def cell_elsewhere() -> CellElsewhere:
-    from rag_app.answer.training.answer_measure import cell_elsewhere
+    from training.answer_measure import cell_elsewhere
 
     return cell_elsewhere
 

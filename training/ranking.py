@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_app.answer.training.reader import auc as mann_whitney_auc
+from training.reader import auc as mann_whitney_auc
 
 OWN_RATE = 0.03
 REFUSE_KINDS = ("unanswerable", "near", "probe", "excised", "offtopic", "valueswap")
@@ -32,7 +32,7 @@ REFUSE_KINDS = ("unanswerable", "near", "probe", "excised", "offtopic", "valuesw
 
 def auc(pos: np.ndarray, neg: np.ndarray) -> float:
     """P(a score of ``pos`` > one of ``neg``), ties counted half (the Mann-Whitney statistic,
-    :func:`rag_app.answer.training.reader.auc`); NaN when either side is empty."""
+    :func:`training.reader.auc`); NaN when either side is empty."""
     value = mann_whitney_auc(pos, neg)
     return float("nan") if value is None else value
 

@@ -23,22 +23,23 @@ from typing import Any
 
 import numpy as np
 
+import rag_app
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.answer.features import FEATURES
 from rag_app.answer.locator import AnswerLocator
 from rag_app.answer.model import AnswerModel, LinearModel
 from rag_app.answer.question_features import QUESTION_FEATURES, question_terms
 from rag_app.answer.reader import cosines
-from rag_app.answer.training.dev_data import DevData, MissingDevData
-from rag_app.answer.training.split import dev_half
 from rag_app.answer.units import AnswerUnit
 from rag_app.eval.dataset import QAItem
 from rag_app.retrieval.stats import TermStatistics
+from training.dev_data import DevData, MissingDevData
+from training.split import dev_half
 
 logger = logging.getLogger(__name__)
 
 # the rag_app sources the unit features come from (their hash versions the caches)
-PACKAGE = Path(__file__).resolve().parents[2]
+PACKAGE = Path(rag_app.__file__).resolve().parent
 _WS = re.compile(r"\s+")
 _ANALYZER = QuestionAnalyzer()
 SHINGLE = 10

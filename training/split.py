@@ -1,4 +1,4 @@
-"""The dev sets' halves, shared by training (``rag_app.answer.training``) and the benchmarks:
+"""The dev sets' halves, shared by training (the ``training`` package) and the benchmarks:
 "calibration" (models are fitted and thresholds chosen on it) and "check" (reported, never tuned
 on)."""
 

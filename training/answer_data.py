@@ -1,13 +1,13 @@
 """Evidence for fitting and measuring the answer model: what the answer step sees per question.
 
-For every question of the dev sets (:data:`~rag_app.answer.training.dev_data.DATASETS`:
+For every question of the dev sets (:data:`~training.dev_data.DATASETS`:
 cmrc_trial_zh, dragonball_zh, laws_zh, retqa_tables_zh) this runs the real retrieval path of
 ``kb.ask`` up to the answer step (hybrid retrieval → rerank to the top 5 → neighbour expansion) and
 stores the evidence nodes, twice for answerable questions: once over the whole KB and once with
 the question's gold documents taken out of scope (``doc_ids``), which makes it a *near miss* that
 should be refused.
 
-    python -m rag_app.answer.training answer-data [--datasets cmrc_trial_zh ...] [--limit N]
+    python -m training answer-data [--datasets cmrc_trial_zh ...] [--limit N]
 
 Cached in ``<cache>/answer-<dataset>.pkl``; the fit (``answer-model``) reads them.
 """
@@ -19,10 +19,10 @@ import pickle
 import time
 from typing import Any
 
-from rag_app.answer.training.dev_data import DevData
-from rag_app.answer.training.split import dev_half
 from rag_app.kb import KnowledgeBase
 from rag_app.retrieval.scope import Request
+from training.dev_data import DevData
+from training.split import dev_half
 
 logger = logging.getLogger(__name__)
 

@@ -13,16 +13,16 @@ import numpy as np
 
 from rag_app.answer.features import FEATURES
 from rag_app.answer.model import spread_header_rows
-from rag_app.answer.training.answer_features import Example, squash
-from rag_app.answer.training.answer_fit import (
+from rag_app.eval.dataset import QAItem, load_qa
+from training.answer_features import Example, squash
+from training.answer_fit import (
     UNIT_DATASETS,
     FitContext,
     Fitted,
     answer_recall,
     gate_scores,
 )
-from rag_app.answer.training.ranking import ranking
-from rag_app.eval.dataset import QAItem, load_qa
+from training.ranking import ranking
 
 
 def best_unit(fitted: Fitted, e: Example) -> int:

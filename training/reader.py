@@ -1,9 +1,9 @@
 """Train the cross reader (:mod:`rag_app.answer.cross_reader`) on CPU, reproducibly.
 
-    python -m rag_app.answer.training reader [--data ../shared/data] [--cache .cache/reader]
+    python -m training reader [--data ../shared/data] [--cache .cache/reader]
         [--epochs 2] [--lodo] [--out rag_app/answer/reader_head.npz]
 
-1. The pairs (:mod:`rag_app.answer.training.reader_data`) are encoded as the reader reads them
+1. The pairs (:mod:`training.reader_data`) are encoded as the reader reads them
    and run once through e5's frozen lower blocks; those states are cached (float16) so that every
    epoch and every leave-one-domain-out fold trains only the top blocks and the heads.
 2. Training: AdamW, linear warm-up and decay, seeded order; the loss is the answerability
@@ -44,7 +44,7 @@ from rag_app.answer.cross_reader import (
     padded,
     save_head,
 )
-from rag_app.answer.training.reader_data import DOMAINS, Pair, build_pairs
+from training.reader_data import DOMAINS, Pair, build_pairs
 
 logger = logging.getLogger(__name__)
 

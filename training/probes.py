@@ -25,7 +25,7 @@ import numpy as np
 # the pattern stated_values reads a year and month with: a swap must keep the form it reads
 from rag_app.answer.features import _YEAR_MONTH, any_value_in, stated_values
 from rag_app.answer.locator import AnswerLocator
-from rag_app.answer.training.answer_features import (
+from training.answer_features import (
     Example,
     examples,
     feature_locator,
@@ -33,7 +33,7 @@ from rag_app.answer.training.answer_features import (
     load_examples,
     probe_example,
 )
-from rag_app.answer.training.dev_data import DevData
+from training.dev_data import DevData
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
-"""``python -m rag_app.answer.training {answer-data,answer-model,reader} …``: fit and train the
-models the answer step ships.
+"""``python -m training {answer-data,answer-model,reader} …`` (from the repository root): fit and
+train the models the answer step ships.
 
 * ``answer-data``: the evidence retrieval hands the answer step for every dev question, and its
   near misses (cached in ``--cache``), which ``answer-model`` fits on;
@@ -20,12 +20,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag_app.answer.training.dev_data import DATASETS, DEFAULT_CACHE, DevData, MissingDevData
 from rag_app.config import shared_data_dir
+from training.dev_data import DATASETS, DEFAULT_CACHE, DevData, MissingDevData
 
 if TYPE_CHECKING:
-    from rag_app.answer.training.answer_fit import FitOptions
-    from rag_app.answer.training.answer_run import FitResult
+    from training.answer_fit import FitOptions
+    from training.answer_run import FitResult
 
 # the fit's options: unset ones keep FitOptions' defaults (answer_fit.py)
 FIT_OPTIONS = ("reader", "gate_kind", "hard_weight", "entity_swaps", "reading", "read_units",
@@ -34,15 +34,15 @@ FIT_OPTIONS = ("reader", "gate_kind", "hard_weight", "entity_swaps", "reading", 
 
 EXAMPLES = """\
 examples:
-  python -m rag_app.answer.training answer-data     # evidence per dev question (cached)
-  python -m rag_app.answer.training answer-model    # fit and write answer_model_e5.json
-  python -m rag_app.answer.training answer-model --reader usem3   # answer_model.json
-  python -m rag_app.answer.training answer-model --no-write       # the figures only
-  python -m rag_app.answer.training reader --lodo   # the cross reader, and its LODO figures
+  python -m training answer-data                  # evidence per dev question (cached)
+  python -m training answer-model                 # fit and write answer_model_e5.json
+  python -m training answer-model --reader usem3  # answer_model.json
+  python -m training answer-model --no-write      # the figures only
+  python -m training reader --lodo                # the cross reader, and its LODO figures
 
 Pass --cache benchmarks/.cache to reuse the benchmarks' dev KBs and caches
 (benchmarks/quality/fit_answer_model.py does, and also writes the results and doc tables).
-A subcommand's options: python -m rag_app.answer.training <subcommand> --help
+A subcommand's options: python -m training <subcommand> --help
 """
 
 
@@ -84,7 +84,7 @@ def add_fit_options(parser: argparse.ArgumentParser) -> None:
 
 def fit_options(args: argparse.Namespace) -> FitOptions:
     """The :class:`FitOptions` of the parsed options (those not given keep their defaults)."""
-    from rag_app.answer.training.answer_fit import FitOptions
+    from training.answer_fit import FitOptions
 
     given = {k: getattr(args, k) for k in FIT_OPTIONS if hasattr(args, k)}
     return FitOptions(**given)
@@ -107,7 +107,7 @@ def _dev_options(parser: argparse.ArgumentParser) -> None:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
-        prog="python -m rag_app.answer.training",
+        prog="python -m training",
         description="Fit and train the models the answer step ships (needs the train extra "
         "and the shared dev data).",
         epilog=EXAMPLES,
@@ -169,14 +169,14 @@ def main(argv: list[str] | None = None) -> FitResult | None:
         return None
     data = DevData.at(args.data, args.cache)
     if args.what == "answer-data":
-        from rag_app.answer.training.answer_data import collect
+        from training.answer_data import collect
 
         for name in args.datasets:
             collect(data, name, args.limit)
         return None
     from rag_app.answer.model import bundled_model
-    from rag_app.answer.training.answer_fit import FitContext
-    from rag_app.answer.training.answer_run import run
+    from training.answer_fit import FitContext
+    from training.answer_run import run
 
     options = fit_options(args)
     out = None if args.no_write else (args.out or bundled_model(options.reader))
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> FitResult | None:
 
 
 def _reader(cli: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    from rag_app.answer.training.reader import DOMAINS, TrainConfig, default_out, run
+    from training.reader import DOMAINS, TrainConfig, default_out, run
 
     data = args.data or shared_data_dir()
     if not data.is_dir():
@@ -204,4 +204,4 @@ if __name__ == "__main__":
     try:
         main()
     except MissingDevData as e:
-        sys.exit(f"python -m rag_app.answer.training: {e}")
+        sys.exit(f"python -m training: {e}")

@@ -8,7 +8,7 @@ over the unit's own words (the gate's p_best); the gate a sign-constrained logis
 over the question features, fitted twice (the second time with its hard negatives weighing
 more), its ``constraint_rival`` weight then refitted with the value-swap probes
 (:func:`rival_step`); the reading stage (:mod:`.reading_stage`) follows the gate. The options
-(:class:`FitOptions`) are the command's (``python -m rag_app.answer.training answer-model``).
+(:class:`FitOptions`) are the command's (``python -m training answer-model``).
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from rag_app.analysis.specificity import WordSpecificity
 from rag_app.answer.features import FEATURES, TITLED, bigrams
 from rag_app.answer.model import LinearModel, ReadingStage, TreeModel
 from rag_app.answer.question_features import QUESTION_FEATURES, question_vector
-from rag_app.answer.training.answer_features import Example, squash
-from rag_app.answer.training.dev_data import DevData
-from rag_app.answer.training.estimators import (
+from training.answer_features import Example, squash
+from training.dev_data import DevData
+from training.estimators import (
     boosted,
     hard_negative_weights,
     listwise_logistic,
     refit_one,
     signed_logistic,
 )
-from rag_app.answer.training.reading_stage import (
+from training.reading_stage import (
     MEASURES,
     READING_QUANTILE,
     UNITS,

@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from rag_app.answer.cross_reader import row_text, window
-from rag_app.answer.training.split import dev_half
 from rag_app.eval.metrics import squash
+from training.split import dev_half
 
 DOMAINS = {
     "squad2": "squad2_trial_zh",

@@ -16,16 +16,16 @@ import logging
 import pickle
 import random
 
-from rag_app.answer.training.answer_data import evidence as evidence_nodes
-from rag_app.answer.training.answer_features import (
+from training.answer_data import evidence as evidence_nodes
+from training.answer_features import (
     Example,
     feature_locator,
     feature_version,
     load_examples,
     probe_example,
 )
-from rag_app.answer.training.dev_data import DATASETS, DevData
-from rag_app.answer.training.split import dev_half
+from training.dev_data import DATASETS, DevData
+from training.split import dev_half
 
 logger = logging.getLogger(__name__)
 
