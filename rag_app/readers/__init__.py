@@ -43,6 +43,8 @@ SUPPORTED_EXTENSIONS: dict[str, str] = {
     ".xls": "xls",
     ".csv": "csv",
     ".pptx": "pptx",
+    ".doc": "doc",
+    ".ppt": "ppt",
 }
 
 DEFAULT_MAX_FILE_MB = 50.0  # the default of Settings.max_file_mb
@@ -103,6 +105,18 @@ def _read_pptx(data: bytes, ext: str, name: str) -> ParsedFile:
     return read_pptx(data)
 
 
+def _read_doc(data: bytes, ext: str, name: str) -> ParsedFile:
+    from rag_app.readers.legacy_office import read_doc
+
+    return read_doc(data)
+
+
+def _read_ppt(data: bytes, ext: str, name: str) -> ParsedFile:
+    from rag_app.readers.legacy_office import read_ppt
+
+    return read_ppt(data)
+
+
 # Readers are imported lazily so that e.g. a text-only run never imports pypdf or lxml.
 # Each gets the bytes, the lower-cased extension and the file name (a CSV's table is named
 # after its file).
@@ -116,6 +130,8 @@ _READERS: dict[str, Callable[[bytes, str, str], ParsedFile]] = {
     "xls": _read_xls,
     "csv": _read_csv,
     "pptx": _read_pptx,
+    "doc": _read_doc,
+    "ppt": _read_ppt,
 }
 
 

@@ -7,6 +7,7 @@ import unicodedata
 from pathlib import PurePosixPath, PureWindowsPath
 
 from rag_app.readers import SUPPORTED_EXTENSIONS
+from rag_app.readers.legacy_office import OLE2_MAGIC, RTF_MAGIC, ZIP_MAGIC
 from rag_app.readers.text import sniff_binary
 
 MAX_NAME_CHARS = 160
@@ -72,6 +73,13 @@ def check_content(name: str, data: bytes) -> str:
     elif doc_type in ("docx", "xlsx", "pptx"):
         if not data.startswith(b"PK\x03\x04"):
             raise UploadRejected(415, f"content is not a {ext} (not a ZIP/OOXML package)")
+    elif doc_type in ("doc", "ppt"):
+        # Office 97-2003 (OLE2); also a .docx/.pptx saved under the old name, and RTF as .doc
+        allowed = (
+            (OLE2_MAGIC, ZIP_MAGIC, RTF_MAGIC) if doc_type == "doc" else (OLE2_MAGIC, ZIP_MAGIC)
+        )
+        if not data.startswith(allowed):
+            raise UploadRejected(415, f"content is not a {ext} (not an OLE2 Office 97-2003 file)")
     elif doc_type == "xls":
         if not data.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
             raise UploadRejected(415, "content is not a .xls (not an OLE2/BIFF workbook)")

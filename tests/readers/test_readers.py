@@ -52,6 +52,8 @@ def test_supported_extensions_mapping() -> None:
         ".xls": "xls",
         ".csv": "csv",
         ".pptx": "pptx",
+        ".doc": "doc",
+        ".ppt": "ppt",
     }
 
 
