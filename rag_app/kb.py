@@ -259,9 +259,9 @@ class KnowledgeBase:
                 chunk.pages, chunk.ocr = str(meta.get("pages", "")), bool(meta.get("ocr", False))
         return chunks
 
-    def find_by_hash(self, tenant: str, content_hash: str) -> str | None:
-        """The tenant's document already holding this content (SHA-256), if any."""
-        return self.ledger.find_by_hash(tenant, content_hash)
+    def documents_with_hash(self, tenant: str, content_hash: str) -> list[str]:
+        """The tenant's documents already holding this content (SHA-256), by id."""
+        return self.ledger.find_all_by_hash(tenant, content_hash)
 
     def mark_failed(self, doc_id: str, reason: str) -> None:
         """Record that the document's ingestion failed, with the reason users see."""

@@ -64,6 +64,24 @@ def own_document(state: ServiceState, key: KeyInfo, doc_id: str) -> DocumentInfo
     return doc
 
 
+def can_read(state: ServiceState, key: KeyInfo, doc_id: str) -> bool:
+    """Whether the document exists, is the key's tenant's and (for a key limited to some
+    collections) is in one of them."""
+    doc = state.kb.document(doc_id)
+    return (
+        doc is not None and doc.tenant == key.tenant and scope_for(state, key, None, [doc_id]) != ()
+    )
+
+
+def visible_collections(state: ServiceState, key: KeyInfo, names: list[str]) -> list[str]:
+    """The collection names a key may see among ``names``: all for a key of the whole tenant,
+    a limited key's own otherwise (a document shared with other collections names only these)."""
+    if key.collections is None or not names:
+        return names
+    mine = {c.name for c in state.kb.collections.all(key.tenant, only=key.collections)}
+    return [name for name in names if name in mine]
+
+
 def remove_document(state: ServiceState, doc_id: str) -> None:
     """Delete a document everywhere the service keeps it: its queued jobs first (so that none
     ingests it again), then the ledger, keyword and vector rows, then its stored uploads."""

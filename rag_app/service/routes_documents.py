@@ -12,7 +12,13 @@ from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse
 
 from rag_app.kb import make_doc_id
-from rag_app.service.access import own_document, remove_document, usable
+from rag_app.service.access import (
+    can_read,
+    own_document,
+    remove_document,
+    usable,
+    visible_collections,
+)
 from rag_app.service.auth import KeyInfo
 from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
 from rag_app.service.schemas import (
@@ -24,6 +30,7 @@ from rag_app.service.schemas import (
 )
 from rag_app.service.upload_body import check_declared_length, read_upload
 from rag_app.service.uploads import UploadRejected, check_content, sanitize_filename
+from rag_app.store.collections import Collection
 from rag_app.store.jobs import PendingDocument
 from rag_app.types import DocumentInfo
 
@@ -46,25 +53,57 @@ _UPLOAD_BODY = {
 }
 
 
-def _out(state: ServiceState, doc: DocumentInfo) -> DocumentOut:
+def _out(state: ServiceState, key: KeyInfo, doc: DocumentInfo) -> DocumentOut:
     job = state.queue.latest_for([doc.doc_id]).get(doc.doc_id)
-    return DocumentOut.of(doc, job, state.kb.collections.names_of([doc.doc_id]).get(doc.doc_id))
+    names = state.kb.collections.names_of([doc.doc_id]).get(doc.doc_id, [])
+    return DocumentOut.of(doc, job, visible_collections(state, key, names))
 
 
-def _upload_collection(state: ServiceState, key: KeyInfo, name: str | None) -> str | None:
+def _upload_collection(state: ServiceState, key: KeyInfo, name: str | None) -> Collection | None:
     """The collection an upload goes into: the one named (404 / 403), a limited key's only
     collection when none is named, else none (422 for a limited key with several)."""
     if name:
-        return usable(state, key, name).name
+        return usable(state, key, name)
     if key.collections is None:
         return None
     mine = state.kb.collections.all(key.tenant, only=key.collections)
     if len(mine) == 1:
-        return mine[0].name
+        return mine[0]
     raise HTTPException(
         422,
         "this key is limited to several collections: name one with ?collection=",
     )
+
+
+NAME_TAKEN = (
+    "a document of this name exists that this key may not change; rename the file and upload "
+    "it again"
+)
+
+
+def _target_id(state: ServiceState, key: KeyInfo, name: str, into: Collection | None) -> str:
+    """The document an upload of ``name`` writes: the tenant's document of that name (a new
+    version of it) when the key may read it or none exists. A key limited to some collections
+    never writes a document outside them: when the name is taken there, its upload becomes a
+    separate document of that name in its collection (409 naming nothing when that one too is
+    out of reach, e.g. taken out of the collection since)."""
+    doc_id = make_doc_id(key.tenant, name)
+    if state.kb.document(doc_id) is None or can_read(state, key, doc_id):
+        return doc_id
+    if into is None:  # a key of the whole tenant reads every document; a limited one has `into`
+        raise HTTPException(status.HTTP_409_CONFLICT, NAME_TAKEN)
+    own_id = make_doc_id(key.tenant, f"{name}\n{into.collection_id}")
+    if state.kb.document(own_id) is None or can_read(state, key, own_id):
+        return own_id
+    raise HTTPException(status.HTTP_409_CONFLICT, NAME_TAKEN)
+
+
+def _duplicate(state: ServiceState, key: KeyInfo, digest: str) -> str | None:
+    """A document the key may read that holds (or is queued with) the same content. Copies out
+    of the key's reach are not named: the upload then goes ahead as a document of its own."""
+    found = state.kb.documents_with_hash(key.tenant, digest)
+    found += state.queue.pending_hashes(key.tenant, digest)
+    return next((doc_id for doc_id in found if can_read(state, key, doc_id)), None)
 
 
 def _store(upload_dir: Path, doc_id: str, digest: str, name: str, data: bytes) -> Path:
@@ -114,17 +153,17 @@ async def upload_document(
     except UploadRejected as exc:
         return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
     digest = hashlib.sha256(data).hexdigest()
-    duplicate = state.kb.find_by_hash(key.tenant, digest) or state.queue.pending_hash(
-        key.tenant, digest
-    )
+    duplicate = _duplicate(state, key, digest)
     if duplicate:
         detail = "the same content was already uploaded"
         if into:
-            detail += f"; put it into the collection with POST /api/collections/{into}/documents"
+            detail += (
+                f"; put it into the collection with POST /api/collections/{into.name}/documents"
+            )
         return JSONResponse(
             {"detail": detail, "doc_id": duplicate}, status_code=status.HTTP_409_CONFLICT
         )
-    doc_id = make_doc_id(key.tenant, name)
+    doc_id = _target_id(state, key, name, into)
     path = _store(state.upload_dir, doc_id, digest, name, data)
     job = state.queue.enqueue(
         doc_id=doc_id,
@@ -136,9 +175,11 @@ async def upload_document(
         document=PendingDocument(doc_type=doc_type, size=len(data)),
     )
     if into:
-        state.kb.collections.add_documents(key.tenant, into, [doc_id])
+        state.kb.collections.add_documents(key.tenant, into.name, [doc_id])
     state.wake_workers()
-    return Accepted(doc_id=doc_id, filename=name, job_id=job.job_id, collection=into)
+    return Accepted(
+        doc_id=doc_id, filename=name, job_id=job.job_id, collection=into.name if into else None
+    )
 
 
 MAX_PAGE = 1000
@@ -164,7 +205,12 @@ def list_documents(
     latest = state.queue.latest_for([d.doc_id for d in docs])
     names = state.kb.collections.names_of([d.doc_id for d in docs])
     return DocumentList(
-        documents=[DocumentOut.of(d, latest.get(d.doc_id), names.get(d.doc_id, [])) for d in docs],
+        documents=[
+            DocumentOut.of(
+                d, latest.get(d.doc_id), visible_collections(state, key, names.get(d.doc_id, []))
+            )
+            for d in docs
+        ],
         total=state.kb.document_count(key.tenant, collections=within),
         limit=limit,
         offset=offset,
@@ -173,7 +219,7 @@ def list_documents(
 
 @router.get("/{doc_id}", response_model=DocumentOut)
 def get_document(doc_id: str, key: KeyDep, state: StateDep) -> DocumentOut:
-    return _out(state, own_document(state, key, doc_id))
+    return _out(state, key, own_document(state, key, doc_id))
 
 
 @router.get("/{doc_id}/chunks", response_model=ChunkList)
@@ -205,7 +251,18 @@ def reparse_document(doc_id: str, key: EditorDep, state: StateDep) -> Accepted:
 
 @router.delete("/{doc_id}", response_model=Deleted)
 def delete_document(doc_id: str, key: EditorDep, state: StateDep) -> Deleted:
-    """Delete the document from the ledger, the keyword index and the vector index."""
+    """Delete the document from the ledger, the keyword index and the vector index.
+
+    A key limited to some collections deletes only what is theirs alone: a document that other
+    collections hold too is taken out of the key's collections (``deleted: false``,
+    ``removed_from``) and stays for the others."""
     own_document(state, key, doc_id)
+    if key.collections is not None:
+        names = state.kb.collections.names_of([doc_id]).get(doc_id, [])
+        mine = visible_collections(state, key, names)
+        if len(mine) < len(names):
+            for name in mine:
+                state.kb.collections.remove_documents(key.tenant, name, [doc_id])
+            return Deleted(doc_id=doc_id, deleted=False, removed_from=mine)
     remove_document(state, doc_id)
     return Deleted(doc_id=doc_id)

@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
-from rag_app.service.access import as_names, scope_for, usable
+from rag_app.service.access import as_names, can_read, scope_for, usable
+from rag_app.service.auth import KeyInfo
 from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
 from rag_app.service.routes_query import filenames
@@ -52,10 +53,8 @@ class FeedbackList(BaseModel):
 FeedbackBody = Annotated[FeedbackIn, Depends(json_body(FeedbackIn))]
 
 
-def _from_turn(
-    state: ServiceState, key_tenant: str, key_id: str, body: FeedbackIn
-) -> dict[str, Any]:
-    found = state.kb.chat.store.get(key_tenant, key_id, body.conversation_id or "")
+def _from_turn(state: ServiceState, key: KeyInfo, body: FeedbackIn) -> dict[str, Any]:
+    found = state.kb.chat.store.get(key.tenant, key.key_id, body.conversation_id or "")
     if found is None or not found.turns:
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no conversation {body.conversation_id}")
     index = len(found.turns) - 1 if body.turn is None else body.turn
@@ -67,9 +66,10 @@ def _from_turn(
         "question": turn.question,
         "resolved_question": turn.resolved_question,
         "answer": str(answer.get("answer", "")),
-        "sources": [
+        "sources": [  # as the turn cited them, less documents gone (or moved out of reach) since
             {"doc_id": s.get("doc_id", ""), "chunk_id": s.get("chunk_id", "")}
             for s in answer.get("sources", [])
+            if can_read(state, key, str(s.get("doc_id", "")))
         ],
         "confidence": answer.get("confidence"),
     }
@@ -86,7 +86,7 @@ def add_feedback(key: KeyDep, body: FeedbackBody, state: StateDep) -> FeedbackCr
     (``conversation_id``, ``turn``) or on an answer you pass (``question``, ``answer``,
     ``sources``, ``confidence``). Stored with the settings that answered it."""
     if body.conversation_id is not None:
-        what = _from_turn(state, key.tenant, key.key_id, body)
+        what = _from_turn(state, key, body)
     elif body.question and body.question.strip() and body.answer is not None:
         what = {
             "question": body.question,
@@ -95,6 +95,13 @@ def add_feedback(key: KeyDep, body: FeedbackBody, state: StateDep) -> FeedbackCr
             "sources": [s.model_dump() for s in body.sources],
             "confidence": body.confidence,
         }
+        foreign = sorted({s.doc_id for s in body.sources if not can_read(state, key, s.doc_id)})
+        if foreign:  # another tenant's, another collection's or no document: told apart nowhere
+            raise HTTPException(
+                422,
+                f"{len(foreign)} of the sources cite documents this key cannot read: "
+                "cite only documents of your answers",
+            )
     else:
         raise HTTPException(
             422,
@@ -147,4 +154,8 @@ def list_feedback(
         if names & set(record.settings.get("collections") or [])
         or members & {str(s.get("doc_id", "")) for s in record.sources}
     ]
+    if key.collections is not None:  # a limited key sees no source outside its collections
+        reach = set(scope_for(state, key, None) or ())
+        for record in found:
+            record.sources = [s for s in record.sources if str(s.get("doc_id", "")) in reach]
     return FeedbackList(feedback=found[:limit])

@@ -83,6 +83,11 @@ class Accepted(BaseModel):
 class Deleted(BaseModel):
     doc_id: str
     deleted: bool = True
+    removed_from: list[str] = Field(
+        default_factory=list,
+        description="A limited key's delete of a document other collections hold too: the "
+        "collections it was taken out of (it stays in the others; deleted is false).",
+    )
 
 
 class ChunkList(BaseModel):

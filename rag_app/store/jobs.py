@@ -210,6 +210,24 @@ class JobQueue:
                 .limit(1)
             ).scalar_one_or_none()
 
+    def pending_hashes(self, tenant: str, content_hash: str, limit: int = 50) -> list[str]:
+        """The document ids of ``tenant``'s open jobs for content with this hash."""
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(
+                    select(jobs.c.doc_id)
+                    .where(
+                        and_(
+                            jobs.c.tenant == tenant,
+                            jobs.c.content_hash == content_hash,
+                            jobs.c.status.in_(OPEN_STATUSES),
+                        )
+                    )
+                    .distinct()
+                    .limit(limit)
+                ).scalars()
+            )
+
     def claim(self, worker: str, *, express_max_bytes: int | None = None) -> Job | None:
         """Atomically take the next PENDING job (or None), fairly across tenants.
 

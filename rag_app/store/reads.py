@@ -115,6 +115,21 @@ class LedgerReads:
                 .limit(1)
             ).scalar_one_or_none()
 
+    def find_all_by_hash(self, tenant: str, content_hash: str, limit: int = 50) -> list[str]:
+        """The documents of ``tenant`` whose active content has this hash (several when keys
+        limited to different collections uploaded the same file), by id."""
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(
+                    select(documents.c.doc_id)
+                    .where(
+                        and_(documents.c.tenant == tenant, documents.c.content_hash == content_hash)
+                    )
+                    .order_by(documents.c.doc_id)
+                    .limit(limit)
+                ).scalars()
+            )
+
     def _chunk_select(self) -> Any:
         return (
             select(*(chunks.c[f] for f in CHUNK_FIELDS))

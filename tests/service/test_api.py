@@ -164,6 +164,7 @@ class TestDocuments:
         assert response.status_code == 200 and response.json() == {
             "doc_id": doc_id,
             "deleted": True,
+            "removed_from": [],
         }
         assert (
             service.client.get(f"/api/documents/{doc_id}", headers=service.editor).status_code
