@@ -348,7 +348,9 @@ def test_the_service_and_the_cli_ask_the_facade_not_its_ledger() -> None:
     """The ledger is the KnowledgeBase's own: find by hash, mark failed, keys, the job queue
     and prewarming are its methods (issue: one path from the facade to the engine)."""
     assert reaches_into_the_ledger(ast.parse("def f(state):\n    return state.kb.ledger.x\n"))
-    assert not reaches_into_the_ledger(ast.parse("def f(kb):\n    return kb.find_by_hash(1)\n"))
+    assert not reaches_into_the_ledger(
+        ast.parse("def f(kb):\n    return kb.documents_with_hash(1)\n")
+    )
     offenders = [
         name
         for name, tree in rag_modules().items()
