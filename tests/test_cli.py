@@ -343,10 +343,14 @@ def test_feedback_list_and_export_make_a_question_file_rag_eval_runs(kb_dir, tmp
     assert run("feedback", "export", str(out_file), "--kb", str(kb_dir)).exit_code == 0
     (case,) = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert case["question"] == "SKU-1024的库存是多少？" and case["category"] == "feedback_down"
-    assert case["comment"] == "少了单位" and case["gold_docs"] == ["库存.md"]
+    # the rejected answer's first line must not come back; its sources are not gold
+    assert case["comment"] == "少了单位" and case["not_answer"] == ["80"]
+    assert not case.get("gold_docs")
     evaluated = run("eval", str(out_file), "--kb", str(kb_dir), "--json", "-")
     assert evaluated.exit_code == 0, evaluated.output
-    assert "feedback_down" in evaluated.stdout
+    (record,) = json.loads(evaluated.stdout)["records"]
+    assert record["category"] == "feedback_down" and record["comment"] == "少了单位"
+    assert record["rejected_back"] is True and record["passed"] is False  # "库存：80…" again
 
 
 def test_the_rag_process_ends_ask_and_retrieve_at_once_with_all_its_output(kb_dir, tmp_path):

@@ -148,8 +148,8 @@ def _show_sources(last: tuple[Answer, list[dict[str, Any]]] | None) -> None:
 
 
 feedback_app = typer.Typer(
-    help="Feedback on answers (👍/👎 from the API and UI): list it, export the 👎 as questions "
-    "for rag eval.",
+    help="Feedback on answers (👍/👎 from the API and UI): list it, say what a 👎'd answer "
+    "should have been, export it as cases for rag eval.",
     no_args_is_help=True,
 )
 RatingOpt = Annotated[str | None, typer.Option("--rating", help="up or down (default: both).")]
@@ -185,6 +185,40 @@ def feedback_list(
         if r.comment:
             out.print(f"   [bold]comment:[/bold] {r.comment}")
         out.print(f"   [dim]{r.answer.splitlines()[0] if r.answer else ''}[/dim]")
+        if r.expected is not None:
+            right = "should refuse" if r.expected.refuse else r.expected.answer
+            out.print(f"   [bold]expected:[/bold] {right}")
+
+
+@feedback_app.command("correct")
+def feedback_correct(
+    feedback_id: Annotated[int, typer.Argument(help="The feedback's number (rag feedback list).")],
+    answer: Annotated[
+        str | None, typer.Option("--answer", "-a", help="The right answer (its key facts).")
+    ] = None,
+    refuse: Annotated[
+        bool, typer.Option("--refuse", help="The knowledge base should refuse the question.")
+    ] = False,
+    clear: Annotated[bool, typer.Option("--clear", help="Forget what was expected.")] = False,
+    kb: KbOpt = None,
+) -> None:
+    """Say what the answer should have been: the right answer, or that it should be refused.
+    The export then makes the case expect it (rag feedback export; rag eval)."""
+    from rag_app.store.feedback import Expected
+
+    if sum((answer is not None, refuse, clear)) != 1:
+        err.print("[red]error:[/red] give one of --answer TEXT, --refuse, --clear")
+        raise typer.Exit(2)
+    if answer is not None and not answer.strip():
+        err.print("[red]error:[/red] --answer is empty")
+        raise typer.Exit(2)
+    expected = None if clear else Expected(answer=(answer or "").strip(), refuse=refuse)
+    # the ledger only (no vectors): beside a running server, as rag chat's /down is
+    with open_kb(kb, read_only=True) as base:
+        if not base.feedback.set_expected(None, feedback_id, expected):
+            err.print(f"[red]error:[/red] no feedback #{feedback_id} (rag feedback list)")
+            raise typer.Exit(1)
+    err.print(f"feedback #{feedback_id}: " + ("cleared" if clear else "expectation recorded"))
 
 
 @feedback_app.command("export")
@@ -198,11 +232,20 @@ def feedback_export(
     ] = None,
     rating: Annotated[str | None, typer.Option("--rating", help="up or down.")] = "down",
 ) -> None:
-    """Write the feedback (default: the 👎) as a question file `rag eval` runs: each a case to
-    fix, with the comment and the answer it got (rag eval FILE --kb KB)."""
+    """Write the feedback (default: the 👎) as a question file `rag eval` runs (rag eval FILE
+    --kb KB). A 👎 fails while its answer's first line comes back (not_answer); it must also
+    hold the right answer, or be refused, when `rag feedback correct` or the comment ("应该拒答",
+    "should be refused") says so; its sources are not gold. A 👍 expects its first line again,
+    its sources' documents as gold. The comment stays with the case."""
     import json
 
     records = _feedback(kb, tenant, rating)
     for record in records:
         path.write(json.dumps(record.as_question(), ensure_ascii=False) + "\n")
-    err.print(f"wrote {len(records)} question(s)")
+    name = getattr(path, "name", "FILE")
+    target = f"--kb {kb}" if kb is not None else "(the same --kb)"
+    err.print(
+        f"wrote {len(records)} case(s); evaluate them: rag eval {name} {target} (read-only, "
+        "also beside a running rag serve; or --server URL --api-key KEY)",
+        soft_wrap=True,
+    )

@@ -11,7 +11,16 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rag_app.cli.common import KbOpt, TenantOpt, emit_json, err, out
+from rag_app.cli.common import (
+    ApiKeyOpt,
+    KbOpt,
+    ServerOpt,
+    TenantOpt,
+    emit_json,
+    err,
+    out,
+    remote_kb,
+)
 
 # short column labels of the eval summary and --compare tables
 _EVAL_COLUMNS = {
@@ -75,6 +84,8 @@ def eval_cmd(
             "threshold; for lower ones run with RAG_GATE_THRESHOLD=0.0001.",
         ),
     ] = False,
+    server: ServerOpt = None,
+    api_key: ApiKeyOpt = None,
 ) -> None:
     """Evaluate the knowledge base on a question file, overall and per category.
 
@@ -83,6 +94,10 @@ def eval_cmd(
     refusal threshold to your own questions: rag eval my_qa.jsonl --calibrate. A file of
     conversations (records with "turns", e.g. data/eval/followup_conversations.jsonl) is scored
     per turn: follow-up resolution and answers.
+
+    Beside a running `rag serve`: without --docs the knowledge base is opened read-only (no
+    writer lock), or evaluate the server itself: --server URL --api-key KEY (the key's tenant).
+    A file of feedback (rag feedback export) lists its cases that failed, with why.
     """
     from rag_app.eval import report as report_mod
 
@@ -112,9 +127,25 @@ def eval_cmd(
         eval_conversations(qa, docs=docs, kb=kb, tenant=tenant, k=k, json_out=json_out)
         return
 
+    from rag_app.cli.evaluate_served import (
+        ServedKB,
+        announce_local,
+        busy_message,
+        print_feedback_cases,
+    )
+    from rag_app.cli.remote import RemoteError
     from rag_app.embeddings import EmbeddingLoadError
     from rag_app.eval.pipeline import evaluate
     from rag_app.kb import KnowledgeBaseError
+    from rag_app.store.writer_lock import KnowledgeBaseBusy
+
+    remote = remote_kb(server, api_key)
+    served = ServedKB(remote) if remote is not None else None
+    if served is not None:
+        err.print(f"[dim]evaluating through the server at {served.remote.url} (its API)[/dim]")
+    elif (problem := announce_local(kb, docs)) is not None:
+        err.print(f"[red]error:[/red] {problem}", soft_wrap=True)
+        raise typer.Exit(2)
 
     progress = Progress(
         TextColumn("[bold]{task.fields[stage]}"),
@@ -159,14 +190,25 @@ def eval_cmd(
                 json_texts=not compact,
                 progress=on_question,
                 ingest_progress=on_file,
+                served=served,
             )
-    except (KnowledgeBaseError, EmbeddingLoadError, ValueError, FileNotFoundError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
+    except KnowledgeBaseBusy as exc:
+        err.print(f"[red]error:[/red] {busy_message(kb)}", soft_wrap=True)
+        raise typer.Exit(2) from exc
+    except (
+        KnowledgeBaseError,
+        EmbeddingLoadError,
+        ValueError,
+        FileNotFoundError,
+        RemoteError,
+    ) as exc:
+        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(2) from exc
     if json_out == "-":
         sys.stdout.write(run.to_json(texts=not compact) + "\n")
         return
     _print_eval(run)
+    print_feedback_cases(run)
     if calibrate:
         _print_calibration(run)
     if report:

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 
 class QAItem(BaseModel):
@@ -22,6 +22,25 @@ class QAItem(BaseModel):
     gold_rows: list[dict[str, Any]] = Field(default_factory=list)
     gold_header: list[str] = Field(default_factory=list)
     category: str = "default"
+    # from feedback (rag feedback export; rag_app/store/feedback.py): the case fails when the new
+    # answer's first line contains one of these (a rejected answer came back); ``refuse``: only a
+    # refusal passes (unanswerable); ``comment``: the reviewer's, kept with the case
+    not_answer: list[str] = Field(default_factory=list)
+    refuse: bool = False
+    comment: str = ""
+
+    @field_validator("not_answer", mode="before")
+    @classmethod
+    def _lines(cls, value: Any) -> list[str]:
+        if value is None:
+            return []
+        return [str(v) for v in (value if isinstance(value, list) else [value]) if v is not None]
+
+    @model_validator(mode="after")
+    def _refuse_is_unanswerable(self) -> QAItem:
+        if self.refuse:
+            self.answerable = False
+        return self
 
     @field_validator("answers", mode="before")
     @classmethod

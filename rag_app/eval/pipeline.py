@@ -18,6 +18,7 @@ from typing import Any
 
 from rag_app.eval.dataset import QAItem, load_qa
 from rag_app.eval.runner import EvalRun, ProgressFn, run_eval
+from rag_app.eval.targets import Served
 from rag_app.kb import KnowledgeBase, ProgressCallback
 from rag_app.types import IngestReport
 
@@ -43,7 +44,8 @@ def eval_kb(
     **overrides: Any,
 ) -> Iterator[EvalKB]:
     """The knowledge base to evaluate: ``docs`` ingested into ``kb_dir`` (a temporary directory,
-    removed afterwards, when ``kb_dir`` is None), or the existing KB at ``kb_dir`` / the default.
+    removed afterwards, when ``kb_dir`` is None), or the existing KB at ``kb_dir`` / the default,
+    opened read-only (no writer lock: it is evaluated beside a ``rag serve`` that holds it).
 
     ``overrides`` are Settings fields (e.g. ``chunker="sentence"``).
     """
@@ -52,9 +54,12 @@ def eval_kb(
         if temporary:
             kb_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rag-eval-")))
             kb_dir = kb_dir / "kb"
-        kb = KnowledgeBase.open(kb_dir, embed_model=embed_model, **overrides)
+        read_only = docs is None  # only ingesting writes; asking and retrieving read
+        kb = KnowledgeBase.open(kb_dir, embed_model=embed_model, read_only=read_only, **overrides)
         stack.callback(kb.close)
         result = EvalKB(kb=kb, temporary=temporary)
+        if read_only:
+            result.notes["opened"] = f"{kb.path} read-only (no writer lock taken)"
         if docs is not None:
             docs = Path(docs)
             if not docs.exists():
@@ -105,12 +110,26 @@ def evaluate(
     progress: ProgressFn | None = None,
     ingest_progress: ProgressCallback | None = None,
     embed_model: Any = None,
+    served: Served | None = None,
     **overrides: Any,
 ) -> EvalRun:
-    """Run the whole evaluation and write the requested outputs; returns the run."""
+    """Run the whole evaluation and write the requested outputs; returns the run. ``served``:
+    evaluate a running server's knowledge base through its API instead (no ``docs``)."""
     items = load_qa(qa, limit=limit) if isinstance(qa, str | Path) else list(qa)[:limit]
     if not items:
         raise ValueError("no questions to evaluate")
+    if served is not None:
+        if docs is not None:
+            raise ValueError("--docs ingests here: with --server the served knowledge base is "
+                             "evaluated as it is")  # fmt: skip
+        run = run_eval(served, items, k=k, tenant=tenant, progress=progress, ask=ask)
+        if ragas:
+            from rag_app.eval.ragas_adapter import score_run
+
+            run.ragas = score_run(run).model_dump()
+        notes = {"evaluated": f"through the server at {served.description.get('server')}"}
+        return _write(run, qa, notes, report=report, json_path=json_path, texts=json_texts,
+                      title=title)  # fmt: skip
     with eval_kb(
         docs,
         kb_dir,
@@ -126,12 +145,27 @@ def evaluate(
             from rag_app.eval.ragas_adapter import score_run
 
             run.ragas = score_run(run, settings=target.kb.settings).model_dump()
+    return _write(run, qa, target.notes, report=report, json_path=json_path, texts=json_texts,
+                  title=title)  # fmt: skip
+
+
+def _write(
+    run: EvalRun,
+    qa: str | Path | Sequence[QAItem],
+    notes: dict[str, str],
+    *,
+    report: str | Path | None,
+    json_path: str | Path | None,
+    texts: bool,
+    title: str | None,
+) -> EvalRun:
+    """Write the JSON and the report that were asked for; returns ``run``."""
     if json_path is not None:
-        run.save(json_path, texts=json_texts)
+        run.save(json_path, texts=texts)
     if report is not None:
         from rag_app.eval.report import write_report
 
-        extra = dict(target.notes)
+        extra = dict(notes)
         default_title = "Evaluation report"
         if isinstance(qa, str | Path):
             extra = {"questions file": str(qa), **extra}

@@ -7,7 +7,9 @@ sources), timing each call. Metric definitions (also in ``docs/EVAL_SECTION.md``
 * ``case_pass_rate``: share of questions handled correctly end to end. An answerable question
   passes when it is not refused and the answer contains the reference values (``any``/``all``,
   or ``answer_groups``); when the references are free text (``answer_match = reference``) the
-  answer must instead cite a gold document. An unanswerable question passes when it is refused.
+  answer must instead cite a gold document. An unanswerable question (``refuse``) passes when it
+  is refused. A case from a 👎 (``not_answer``) fails while its rejected answer comes back
+  (``rejected_back_rate``; rag_app/eval/verdicts.py); ``fail_reason`` says why a case failed.
 * ``source_hit_rate``: answerable questions with gold documents whose answer cites one of them
   (a refused answer cites nothing). ``doc_recall_at_k``: same, on the top-k retrieved chunks.
 * ``evidence_hit_rate``: answerable questions with gold spans/rows whose cited sources (after
@@ -40,6 +42,8 @@ from pydantic import BaseModel, Field
 from rag_app.eval import metrics as M
 from rag_app.eval.calibration import Calibration, calibrate
 from rag_app.eval.dataset import QAItem
+from rag_app.eval.targets import Served, kb_settings
+from rag_app.eval.verdicts import fail_reason, rejected_back
 from rag_app.types import Source
 
 if TYPE_CHECKING:
@@ -61,6 +65,7 @@ METRICS: dict[str, str] = {
     "misleading_rate": "misleading",
     "qualified_rate": "qualified",
     "closest_hit_rate": "refusal shows answer",
+    "rejected_back_rate": "rejected answer back",
     "avg_context_chars": "context chars",
     "retrieve_ms_avg": "retrieve ms avg",
     "retrieve_ms_p50": "retrieve ms p50",
@@ -74,6 +79,7 @@ LOWER_IS_BETTER = {
     "false_refusal_rate",
     "misleading_rate",
     "qualified_rate",
+    "rejected_back_rate",
     "avg_context_chars",
 } | {k for k in METRICS if k.endswith(("_avg", "_p50", "_p95"))}
 
@@ -104,6 +110,9 @@ class QuestionRecord(BaseModel):
     gold_spans: list[str] = Field(default_factory=list)
     gold_rows: list[dict[str, Any]] = Field(default_factory=list)
     gold_header: list[str] = Field(default_factory=list)
+    not_answer: list[str] = Field(default_factory=list, description="Rejected first lines.")
+    refuse: bool = False
+    comment: str = ""
 
     retrieved: list[ChunkRecord] = Field(default_factory=list)
     answer: str = ""
@@ -141,7 +150,11 @@ class QuestionRecord(BaseModel):
         description="A refused answerable question whose closest unit holds the expected "
         "answer: still a false refusal, but one a user can read the answer off.",
     )
+    rejected_back: bool | None = Field(
+        None, description="The answer's first line holds a rejected one (`not_answer`)."
+    )
     passed: bool | None = Field(None, description="case pass (None when `ask` was skipped).")
+    fail_reason: str | None = Field(None, description="Why the case failed, in words.")
     context_chars: int = 0
 
     @property
@@ -224,7 +237,7 @@ def _new_record(item: QAItem) -> QuestionRecord:
 
 
 def evaluate_question(
-    kb: KnowledgeBase, item: QAItem, k: int = 5, tenant: str = "default", ask: bool = True
+    kb: KnowledgeBase | Served, item: QAItem, k: int = 5, tenant: str = "default", ask: bool = True
 ) -> QuestionRecord:
     """Run one question through retrieve (and ask) and judge it."""
     rec = _new_record(item)
@@ -260,6 +273,7 @@ def judge(rec: QuestionRecord, ask: bool = True) -> QuestionRecord:
     rec.doc_hit = any(c.gold_doc for c in rec.retrieved) if gold_docs else None
     if not ask:
         rec.source_hit = rec.evidence_hit = rec.keyword_hit = rec.passed = None
+        rec.rejected_back, rec.fail_reason = None, None
         return rec
     failed = rec.error is not None
     rec.source_hit = (not failed and any(c.gold_doc for c in rec.sources)) if gold_docs else None
@@ -273,16 +287,9 @@ def judge(rec: QuestionRecord, ask: bool = True) -> QuestionRecord:
     rec.closest_hit = None
     if rec.answerable and rec.refused and not failed:
         rec.closest_hit = M.answer_hit(rec.closest, rec) if rec.closest else False
-    if failed:
-        rec.passed = False
-    elif not rec.answerable:
-        rec.passed = rec.refused
-    elif rec.refused:
-        rec.passed = False
-    elif rec.keyword_hit is not None:
-        rec.passed = rec.keyword_hit
-    else:
-        rec.passed = bool(rec.source_hit)
+    rec.rejected_back = rejected_back(rec.answer, rec.not_answer) if not failed else None
+    rec.fail_reason = fail_reason(rec)
+    rec.passed = rec.fail_reason is None
     return rec
 
 
@@ -318,6 +325,7 @@ def summarize(records: Sequence[QuestionRecord], k: int) -> dict[str, Any]:
         ),
         "qualified_rate": M.rate(r.qualified for r in answerable if r.passed is not None),
         "closest_hit_rate": M.rate(r.closest_hit for r in answerable),
+        "rejected_back_rate": M.rate(r.rejected_back for r in asked if r.not_answer),
         "avg_context_chars": M.mean([float(r.context_chars) for r in records]),
         "retrieve_ms_avg": M.mean(retrieve_ms),
         "retrieve_ms_p50": M.percentile(retrieve_ms, 50) if retrieve_ms else None,
@@ -343,31 +351,8 @@ def summarize_run(records: Sequence[QuestionRecord], k: int) -> dict[str, Any]:
     }
 
 
-def kb_settings(kb: KnowledgeBase) -> dict[str, Any]:
-    """The settings that change evaluation results (recorded with the run)."""
-    s = kb.settings
-    keys = (
-        "embedding",
-        "chunker",
-        "chunk_size",
-        "chunk_overlap",
-        "retrieval_mode",
-        "fusion",
-        "rerank",
-        "gate",
-        "neighbors",
-        "context_budget",
-        "llm_model",
-    )
-    data = {key: getattr(s, key) for key in keys}
-    data["llm"] = bool(s.llm_base_url)
-    if not s.llm_base_url:
-        data.pop("llm_model")
-    return data
-
-
 def run_eval(
-    kb: KnowledgeBase,
+    kb: KnowledgeBase | Served,
     items: Sequence[QAItem],
     k: int = 5,
     tenant: str = "default",
@@ -375,7 +360,8 @@ def run_eval(
     *,
     ask: bool = True,
 ) -> EvalRun:
-    """Evaluate ``items`` against ``kb`` (retrieve, and ask unless ``ask=False``).
+    """Evaluate ``items`` against ``kb`` (retrieve, and ask unless ``ask=False``): a knowledge
+    base opened here, or one behind a running server (:class:`rag_app.eval.targets.Served`).
 
     ``progress(record, done, total)`` is called after each question.
     """
@@ -388,8 +374,9 @@ def run_eval(
         if progress is not None:
             progress(rec, done, len(items))
     calibration = None
-    if ask and any(r.confidence is not None for r in records):  # the engine answered
-        locator = kb.engine.gate.locator
+    engine = getattr(kb, "engine", None)  # a served KB's gate is the server's
+    if engine is not None and ask and any(r.confidence is not None for r in records):
+        locator = engine.gate.locator
         calibration = calibrate(records, locator.threshold, locator.model.thresholds)
     return EvalRun(
         k=k,

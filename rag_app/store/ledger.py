@@ -425,3 +425,5 @@ def _add_new_indexes(conn: Connection) -> None:
         conn.execute(
             text("ALTER TABLE conversations ADD COLUMN collections TEXT NOT NULL DEFAULT '[]'")
         )
+    if "expected" not in {c["name"] for c in inspect(conn).get_columns("feedback")}:
+        conn.execute(text("ALTER TABLE feedback ADD COLUMN expected TEXT"))

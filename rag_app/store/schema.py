@@ -167,6 +167,7 @@ feedback = Table(
     Column("settings", Text, nullable=False, default="{}"),  # JSON: what answered it
     Column("conversation_id", String(32)),
     Column("created_at", Float, nullable=False),
+    Column("expected", Text),  # JSON: the reviewer's {"answer", "refuse"}; NULL: none given
     Index("ix_feedback_tenant_created", "tenant", "created_at"),
 )
 

@@ -110,3 +110,21 @@ def describe_writer(kb_dir: Path, what: str) -> None:
         held = _held.get((kb_dir / LOCK_FILE).resolve())
         if held is not None:
             _describe(held[0], what)
+
+
+def writer_of(kb_dir: Path) -> str | None:
+    """Who holds the writer lock ("pid N: what it said it is"), None when nobody does or it
+    can't be told (no /proc/locks: not Linux). Reads only, taking no lock itself, so it never
+    gets in the way of a writer starting at that moment (``rag eval`` says what it runs beside)."""
+    path = kb_dir / LOCK_FILE
+    try:
+        st = path.stat()
+        lines = Path("/proc/locks").read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError:
+        return None
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in lines:
+        fields = line.split()
+        if "->" not in fields and "FLOCK" in fields and "WRITE" in fields and where in fields:
+            return _holder(path)
+    return None
