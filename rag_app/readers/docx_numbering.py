@@ -14,8 +14,9 @@ a level named in a label that never ran shows its start value.
 
 Hostile input is bounded: only levels 0..8 exist (Word's nine), a ``w:ilvl`` past 8 is read as
 8; style and numbering-style links are followed at most :data:`MAX_LINK_DEPTH` steps and never
-around a cycle; start values are clamped to :data:`MAX_START`; level texts are cut at
-:data:`MAX_LEVEL_TEXT` characters. Unresolvable numbering leaves the paragraph unnumbered.
+around a cycle; start values are clamped to :data:`MAX_START`; level texts, and the labels
+they expand to, are cut at :data:`MAX_LEVEL_TEXT` characters. Unresolvable numbering leaves
+the paragraph unnumbered.
 """
 
 from __future__ import annotations
@@ -314,6 +315,7 @@ class Numbering:
                 counters[i] if counters[i] is not None else starts[i] for i in range(ilvl + 1)
             ]
             formats = [lv.fmt for lv in levels[: ilvl + 1]]
-            text = expand_level_text(level.text, values, formats, legal=level.legal).strip()
+            text = expand_level_text(level.text, values, formats, legal=level.legal)
+            text = text[:MAX_LEVEL_TEXT].strip()
         suffix = "" if level.suffix == "nothing" or not text else " "
         return Label(text, False, ilvl, suffix)

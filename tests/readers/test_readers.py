@@ -60,7 +60,7 @@ def test_supported_extensions_mapping() -> None:
 def test_unknown_extension_rejected(tmp_path: Path) -> None:
     path = write(tmp_path, "notes.xyz", b"hello")
     with pytest.raises(
-        ReaderError, match=r"^unsupported file type '\.xyz' \(supported: \.csv, \.docx, "
+        ReaderError, match=r"^unsupported file type '\.xyz' \(supported: \.csv, \.doc, \.docx, "
     ):
         read_file(path)
     with pytest.raises(ReaderError, match=r"unsupported file type \(no extension"):
