@@ -1,7 +1,20 @@
-"""PDF reader (pypdf): page-by-page text, pages joined with a blank line.
+"""PDF reader: layout-aware text through PDFium (pypdfium2), scanned pages through OCR.
+
+Every page's characters (with positions, sizes and weights) and ruling lines are read
+(:mod:`rag_app.readers.pdf_chars`); ruled tables become GFM tables (:mod:`.pdf_tables`), the other
+characters lines and paragraphs in reading order, two-column pages included (:mod:`.pdf_layout`);
+running headers, footers and page numbers are dropped (:mod:`.pdf_running`); headings from font
+size and weight become ``#`` headings and the document is assembled with tables and paragraphs
+continued over page breaks joined (:mod:`.pdf_structure`). ``fmt`` stays ``"text"``: the chunker
+reads its ``#`` headings and pipe tables there too, and the Chinese numbering of plain text
+(第X条, 一、, 1.) as it always did for PDFs.
 
 A page with no text layer (a scan, a photo) is OCR'd from its images when ``ocr`` is on (the
 default; :mod:`rag_app.readers.ocr`); ``metadata["ocr_pages"]`` lists those pages (1-based).
+
+Bounded: at most :data:`MAX_PAGES` pages; a page of more than :data:`MAX_PAGE_CHARS` characters
+is read as PDFium's plain text without layout (``metadata["plain_pages"]``); a page whose
+rulings are over the table limits keeps its text without tables (``metadata["no_table_pages"]``).
 """
 
 from __future__ import annotations
@@ -11,72 +24,114 @@ import logging
 import re
 from typing import Any
 
-from pypdf import PdfReader
-from pypdf.errors import DependencyError, FileNotDecryptedError
-
 from rag_app.readers.base import ParsedFile, ReaderError
 from rag_app.readers.text import normalize_newlines
 
-__all__ = ["PAGE_SEPARATOR", "read_pdf"]
+__all__ = ["MAX_PAGES", "MAX_PAGE_CHARS", "MAX_PAGE_SEGMENTS", "PAGE_SEPARATOR", "read_pdf"]
 
 log = logging.getLogger(__name__)
 
-#: Inserted between the text of consecutive pages.
+#: Inserted between the text of consecutive pages (OCR'd pages and plain-text pages).
 PAGE_SEPARATOR = "\n\n"
+MAX_PAGES = 5_000
+MAX_PAGE_CHARS = 20_000
+MAX_PAGE_SEGMENTS = 20_000
+
+_PDFIUM_PASSWORD = 4  # FPDF_ERR_PASSWORD
+_PDFIUM_SECURITY = 5  # FPDF_ERR_SECURITY
 
 
 def _clean_page(text: str) -> str:
     return normalize_newlines(text.replace("\x00", "")).strip()
 
 
+def _open(data: bytes) -> Any:
+    import pypdfium2 as pdfium
+
+    try:
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        code = getattr(exc, "err_code", None)
+        if code == _PDFIUM_PASSWORD:
+            raise ReaderError("encrypted PDF: a password is required to open it") from exc
+        if code == _PDFIUM_SECURITY:
+            raise ReaderError(f"encrypted PDF: cannot decrypt ({exc})") from exc
+        raise ReaderError(f"not a valid PDF file ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - anything else from the binding: a bad file
+        raise ReaderError(f"not a valid PDF file ({type(exc).__name__}: {exc})") from exc
+
+
+def _layout(content: Any, notes: dict[str, list[int]]) -> Any:
+    """A page's :class:`PageLayout` from its characters and rulings."""
+    from rag_app.readers.pdf_layout import Line, build_lines
+    from rag_app.readers.pdf_structure import PageLayout
+    from rag_app.readers.pdf_tables import TableLimit, fill_tables, find_tables
+
+    if content.dense:
+        notes["plain_pages"].append(content.number)
+        return PageLayout(content.number, content.height, text=_clean_page(content.plain))
+    tables = []
+    if content.too_many_segments:
+        notes["no_table_pages"].append(content.number)
+    elif content.segments:
+        try:
+            tables = find_tables(content.segments)
+        except TableLimit as exc:
+            log.info("PDF page %d: no table finding (%s)", content.number, exc)
+            notes["no_table_pages"].append(content.number)
+    chars = fill_tables(tables, content.chars, content.number)
+    lines = build_lines(chars)
+    lines.extend(Line("", t.x0, t.top, t.x1, t.bottom, 0.0, False, table=t) for t in tables)
+    return PageLayout(content.number, content.height, lines)
+
+
 def read_pdf(data: bytes, *, ocr: bool = True) -> ParsedFile:
     """Read a PDF. ``metadata`` holds ``pages`` (count), ``page_starts`` and, when pages were
-    OCR'd, ``ocr_pages`` (1-based page numbers).
+    OCR'd, ``ocr_pages`` (1-based page numbers); ``running_header``/``running_footer`` (the
+    text dropped from every page), ``tables`` (how many tables), and the pages read without
+    layout or tables (see the module docstring).
 
     ``page_starts[i]`` is the offset in ``text`` where page ``i`` (0-based) begins, so the
     page of a character offset ``x`` is ``bisect.bisect_right(page_starts, x) - 1``.
     """
-    try:
-        reader = PdfReader(io.BytesIO(data))
-    except Exception as exc:  # noqa: BLE001 - pypdf raises many types on bad input
-        raise ReaderError(f"not a valid PDF file ({type(exc).__name__}: {exc})") from exc
+    from rag_app.readers.pdf_chars import PDFIUM_LOCK, read_page
+    from rag_app.readers.pdf_structure import PageLayout, assemble
 
-    if reader.is_encrypted:
-        try:
-            opened = reader.decrypt("")
-        except DependencyError as exc:
-            raise ReaderError(
-                f"encrypted PDF: cannot decrypt ({exc}); install 'cryptography'"
-            ) from exc
-        except Exception as exc:  # noqa: BLE001
-            raise ReaderError(f"encrypted PDF: cannot decrypt ({exc})") from exc
-        if not opened:
-            raise ReaderError("encrypted PDF: a password is required to open it")
-
-    try:
-        pages = list(reader.pages)
-    except FileNotDecryptedError as exc:
-        raise ReaderError("encrypted PDF: a password is required to open it") from exc
-    except Exception as exc:  # noqa: BLE001
-        raise ReaderError(f"not a valid PDF file ({type(exc).__name__}: {exc})") from exc
-    if not pages:
-        raise ReaderError("PDF has no pages")
-
-    texts: list[str] = []
+    notes: dict[str, list[int]] = {"plain_pages": [], "no_table_pages": []}
+    layouts: list[Any] = []
     failed = 0
-    for number, page in enumerate(pages, start=1):
+    with PDFIUM_LOCK:
+        document = _open(data)
         try:
-            texts.append(_clean_page(page.extract_text() or ""))
-        except Exception as exc:  # noqa: BLE001 - one bad page must not sink the file
-            failed += 1
-            log.warning("PDF page %d: text extraction failed: %s", number, exc)
-            texts.append("")
+            count = len(document)
+            if count == 0:
+                raise ReaderError("PDF has no pages")
+            if count > MAX_PAGES:
+                raise ReaderError(f"PDF has {count} pages (limit {MAX_PAGES})")
+            for index in range(count):
+                try:
+                    content = read_page(
+                        document, index, max_chars=MAX_PAGE_CHARS, max_segments=MAX_PAGE_SEGMENTS
+                    )
+                except MemoryError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one bad page must not sink the file
+                    failed += 1
+                    log.warning("PDF page %d: text extraction failed: %s", index + 1, exc)
+                    layouts.append(PageLayout(index + 1, 842.0, text=""))
+                    continue
+                layouts.append(_layout(content, notes))
+            title, author = _info(document)
+        finally:
+            document.close()
 
+    texts = ["" if not (p.lines or p.text) else "x" for p in layouts]
     ocr_pages: list[int] = []
     ocr_error: str | None = None
     if ocr and not all(texts):
-        ocr_pages, ocr_error, lost = _ocr_empty_pages(pages, texts)
-        if not any(texts) and failed == len(pages):
+        pypdf_pages = _pypdf_pages(data)
+        ocr_pages, ocr_error, lost = _ocr_empty_pages(pypdf_pages, texts)
+        if not any(texts) and failed == len(layouts):
             raise ReaderError("PDF text extraction failed on every page (damaged file?)")
         # a scanned page that couldn't be read is a FAILED file, not a silently empty page
         if ocr_error:
@@ -91,41 +146,56 @@ def read_pdf(data: bytes, *, ocr: bool = True) -> ParsedFile:
                 "OCR failed on PDF page "
                 + "; page ".join(f"{number} ({why})" for number, why in lost)
             )
+        for number in ocr_pages:
+            layouts[number - 1] = PageLayout(number, 842.0, text=texts[number - 1])
 
     if not any(texts):
-        if failed == len(pages):
+        if failed == len(layouts):
             raise ReaderError("PDF text extraction failed on every page (damaged file?)")
         if not ocr:
             raise ReaderError("PDF has no extractable text (scanned or image-only?; OCR is off)")
         raise ReaderError("PDF has no extractable text (no text layer, no readable images)")
 
-    page_starts: list[int] = []
-    offset = 0
-    for index, page_text in enumerate(texts):
-        if index:
-            offset += len(PAGE_SEPARATOR)
-        page_starts.append(offset)
-        offset += len(page_text)
-    text = PAGE_SEPARATOR.join(texts)
-    # Trailing empty pages would point past the (stripped) end; clamp them.
-    stripped = text.rstrip()
-    page_starts = [min(start, len(stripped)) for start in page_starts]
-
-    metadata: dict[str, object] = {"pages": len(pages), "page_starts": page_starts}
+    doc = assemble(layouts, title)
+    if not doc.text.strip():
+        raise ReaderError("PDF has no extractable text (no text layer, no readable images)")
+    metadata: dict[str, object] = {"pages": len(layouts), "page_starts": doc.page_starts}
     if failed:
         metadata["failed_pages"] = failed
     if ocr_pages:
         metadata["ocr_pages"] = ocr_pages
-    title, author = _info(reader)
     if author:
         metadata["author"] = author
+    if doc.running_header:
+        metadata["running_header"] = doc.running_header
+    if doc.running_footer:
+        metadata["running_footer"] = doc.running_footer
+    if doc.tables:
+        metadata["tables"] = doc.tables
+    for key, pages in notes.items():
+        if pages:
+            metadata[key] = pages
     return ParsedFile(
-        text=stripped, doc_type="pdf", fmt="text", title=title, encoding=None, metadata=metadata
+        text=doc.text, doc_type="pdf", fmt="text", title=doc.title, encoding=None, metadata=metadata
     )
 
 
+def _pypdf_pages(data: bytes) -> list[Any] | None:
+    """pypdf's pages, for the images of the pages without text; None if pypdf can't read it."""
+    try:
+        from pypdf import PdfReader
+
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            reader.decrypt("")
+        return list(reader.pages)
+    except Exception as exc:  # noqa: BLE001 - PDFium read it; its images are then unreadable
+        log.warning("PDF images unreadable (pypdf): %s", exc)
+        return None
+
+
 def _ocr_empty_pages(
-    pages: list[Any], texts: list[str]
+    pages: list[Any] | None, texts: list[str]
 ) -> tuple[list[int], str | None, list[tuple[int, str]]]:
     """OCR the images of every page whose text is empty, in place. Returns the pages that got
     text, the reason OCR could not run at all (``None`` if it could), and the pages that stayed
@@ -135,11 +205,13 @@ def _ocr_empty_pages(
 
     done: list[int] = []
     lost: list[tuple[int, str]] = []
-    for index, page in enumerate(pages):
+    for index in range(len(texts)):
         if texts[index]:
             continue
         try:
-            images = list(page.images)
+            if pages is None:
+                raise ValueError("pypdf cannot read the file")
+            images = list(pages[index].images)
         except Exception as exc:  # noqa: BLE001 - an undecodable image: the page is lost
             log.warning("PDF page %d: images unreadable: %s", index + 1, exc)
             lost.append((index + 1, f"images unreadable: {type(exc).__name__}: {exc}"[:200]))
@@ -165,19 +237,17 @@ def _ocr_empty_pages(
     return done, None, lost
 
 
-def _info(reader: PdfReader) -> tuple[str | None, str | None]:
+def _info(document: Any) -> tuple[str | None, str | None]:
     """Title and author from the document information dictionary, if readable."""
     try:
-        info = reader.metadata
-        if info is None:
-            return None, None
-        title = info.title
-        author = info.author
+        info = document.get_metadata_dict(skip_empty=True)
     except Exception as exc:  # noqa: BLE001 - broken metadata is not worth failing over
         log.debug("PDF metadata unreadable: %s", exc)
         return None, None
-    title = _clean_info(title)
-    return (None if title is None or placeholder_title(title) else title), _clean_info(author)
+    title = _clean_info(info.get("Title"))
+    return (None if title is None or placeholder_title(title) else title), _clean_info(
+        info.get("Author")
+    )
 
 
 # What authoring tools write when nobody set a title: not a heading for the document's chunks

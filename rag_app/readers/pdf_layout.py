@@ -1,0 +1,341 @@
+"""Characters -> lines -> paragraphs in reading order, for one PDF page.
+
+* Lines: characters are grouped into rows by their baseline (the bottom of the loose box), a row
+  is cut into pieces where the horizontal gap is wider than about one character (a column gutter,
+  a table column), and each piece is one :class:`Line`. Duplicate glyphs (a "bold" drawn twice
+  with an offset) are dropped; a space is inserted between Latin words from the gap when the PDF
+  has no space glyph.
+* Columns: a vertical gutter crossed by (almost) no line, with wide lines on both sides that
+  stand side by side, makes a two-column section: its left lines are read before its right ones.
+  Lines crossing the gutter (a title, a full-width table) are read in place.
+* Paragraphs: consecutive lines of one column are one paragraph unless the vertical gap is wide,
+  the size or weight changes, the previous line stops short of the column's right edge (its next
+  word would have fitted), the indentation changes as a new paragraph's does, or the line starts
+  with a numbering marker (第X条, 一、, 1. ...). Wrapped lines are joined with :func:`join_text`.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rag_app.chunking.headings import match_marker
+from rag_app.readers.pdf_chars import PdfChar
+
+__all__ = [
+    "Line",
+    "Paragraph",
+    "build_lines",
+    "continues",
+    "ends_sentence",
+    "is_cjk",
+    "join_text",
+    "margins",
+    "normalize",
+    "order_lines",
+    "paragraphs",
+]
+
+_BULLETS = frozenset("•●○◆◇■□▪▶►–—-*·")
+_END_PUNCT = frozenset("。！？；：.!?;:")
+_HYPHEN_END = re.compile(r"[A-Za-z]-$")
+
+
+def is_cjk(ch: str) -> bool:
+    """A Han character, kana, hangul or full-width punctuation: no space around it on a wrap."""
+    code = ord(ch)
+    return (
+        0x2E80 <= code <= 0x9FFF
+        or 0xAC00 <= code <= 0xD7AF
+        or 0xF900 <= code <= 0xFAFF
+        or 0xFE30 <= code <= 0xFE4F
+        or 0xFF00 <= code <= 0xFFEF
+        or 0x20000 <= code <= 0x3FFFF
+        or ch in "“”‘’…—·"
+    )
+
+
+def join_text(left: str, right: str) -> str:
+    """Join a wrapped line to the next: no space after or before a CJK character, one space
+    between Latin words, a hyphenation ("inter-" + "national") undone."""
+    if not left:
+        return right
+    if not right:
+        return left
+    a, b = left[-1], right[0]
+    if a == "-" and _HYPHEN_END.search(left) and b.islower():
+        return left[:-1] + right
+    if is_cjk(a) or is_cjk(b) or a.isspace() or b.isspace():
+        return left + right
+    return left + " " + right
+
+
+@dataclass(slots=True)
+class Line:
+    """A piece of a row of text (or a table's place on the page, ``table`` set)."""
+
+    text: str
+    x0: float
+    top: float
+    x1: float
+    bottom: float
+    size: float
+    bold: bool
+    lead: float = 0.0  # width of the first word (Latin) or character (CJK)
+    table: object | None = None
+    column: int = 0  # 0: full width, 1: left, 2: right (set by order_lines)
+
+    @property
+    def height(self) -> float:
+        return self.bottom - self.top
+
+
+@dataclass
+class Paragraph:
+    text: str
+    lines: list[Line] = field(default_factory=list)
+
+    @property
+    def first(self) -> Line:
+        return self.lines[0]
+
+    @property
+    def last(self) -> Line:
+        return self.lines[-1]
+
+    @property
+    def size(self) -> float:
+        return max(line.size for line in self.lines)
+
+    @property
+    def bold(self) -> bool:
+        return all(line.bold for line in self.lines)
+
+
+def _piece(chars: Sequence[PdfChar]) -> Line:
+    parts: list[str] = []
+    prev: PdfChar | None = None
+    for ch in chars:
+        if prev is not None and not ch.text.isspace() and not prev.text.isspace():
+            gap = ch.x0 - prev.x1
+            if gap > 0.25 * max(ch.size, 1.0) and not (is_cjk(ch.text) or is_cjk(prev.text)):
+                parts.append(" ")
+        parts.append(ch.text)
+        prev = ch
+    text = " ".join("".join(parts).split())
+    ink = [c for c in chars if not c.text.isspace()] or list(chars)
+    sizes = sorted(c.size for c in ink)
+    lead_end = ink[0].x1
+    if not is_cjk(ink[0].text):
+        for c in ink:
+            if c.x0 - lead_end > 0.2 * c.size:
+                break
+            lead_end = c.x1
+    return Line(
+        text=text,
+        x0=min(c.x0 for c in chars),
+        top=min(c.top for c in ink),
+        x1=max(c.x1 for c in chars),
+        bottom=max(c.bottom for c in ink),
+        size=sizes[len(sizes) // 2],
+        bold=sum(c.bold for c in ink) * 2 > len(ink),
+        lead=lead_end - ink[0].x0,
+    )
+
+
+def build_lines(chars: Sequence[PdfChar]) -> list[Line]:
+    """Rows of characters cut at wide gaps; top to bottom, left to right. O(n log n)."""
+    if not chars:
+        return []
+    ordered = sorted(chars, key=lambda c: c.bottom)
+    rows: list[list[PdfChar]] = []
+    row: list[PdfChar] = []
+    base = ordered[0].bottom
+    tol = 0.0
+    for ch in ordered:
+        if row and ch.bottom - base > tol:
+            rows.append(row)
+            row = []
+        if not row:
+            base, tol = ch.bottom, max(2.0, 0.3 * ch.size)
+        row.append(ch)
+    rows.append(row)
+    lines: list[Line] = []
+    for row in rows:
+        row.sort(key=lambda c: c.x0)
+        piece: list[PdfChar] = []
+        for ch in row:
+            if piece:
+                prev = piece[-1]
+                if ch.text == prev.text and abs(ch.x0 - prev.x0) < 0.3 * max(ch.size, 1.0):
+                    continue  # the same glyph drawn twice (fake bold, shadow)
+                if ch.x0 - prev.x1 > max(1.0 * max(ch.size, prev.size), 5.0):
+                    lines.append(_piece(piece))
+                    piece = []
+            piece.append(ch)
+        if piece and any(not c.text.isspace() for c in piece):
+            lines.append(_piece(piece))
+    return [line for line in lines if line.text]
+
+
+def _gutter(lines: Sequence[Line]) -> tuple[float, float] | None:
+    """The x-interval of a two-column gutter, or None (see the module docstring). Tables count
+    as the column they stand in."""
+    if len(lines) < 2:
+        return None
+    left = min(ln.x0 for ln in lines)
+    right = max(ln.x1 for ln in lines)
+    width = int(right - left) + 1
+    if width < 100:
+        return None
+    coverage = [0] * (width + 1)
+    for ln in lines:
+        coverage[max(int(ln.x0 - left), 0)] += 1
+        coverage[min(int(ln.x1 - left) + 1, width)] -= 1
+    running = 0
+    for i in range(width + 1):
+        running += coverage[i]
+        coverage[i] = running
+    lo, hi = int(width * 0.3), int(width * 0.7)
+    allowed = max(1, len(lines) // 10)
+    best: tuple[int, int] | None = None
+    start = None
+    for i in range(lo, hi + 1):
+        if coverage[i] <= allowed:
+            start = i if start is None else start
+            if best is None or i - start > best[1] - best[0]:
+                best = (start, i)
+        else:
+            start = None
+    if best is None or best[1] - best[0] < 6:
+        return None
+    # the gutter ends where the right column starts and begins where the left one ends (a lone
+    # table or a crossing title may cover part of the run)
+    g1 = min((ln.x0 for ln in lines if ln.x0 >= left + best[0]), default=right)
+    g0 = max((ln.x1 for ln in lines if ln.x1 <= g1), default=left)
+    if g1 - g0 < 6:
+        return None
+    lefts = [ln for ln in lines if ln.x1 <= g0 + 1]
+    rights = [ln for ln in lines if ln.x0 >= g1 - 1]
+    for side, edge in ((lefts, g0 - left), (rights, right - g1)):
+        text = [ln for ln in side if ln.table is None]
+        if len(text) < 4 and not any(ln.table is not None for ln in side):
+            return None
+        # flowing text, not a form of short labels and values
+        narrow = bool(text) and statistics.median(ln.x1 - ln.x0 for ln in text) < 0.6 * edge
+        if narrow and (len(text) >= 4 or not any(ln.table is not None for ln in side)):
+            return None
+    side_by_side = sum(
+        1 for a in lefts[:200] if any(b.top < a.bottom and a.top < b.bottom for b in rights[:200])
+    )
+    tables = any(ln.table is not None for ln in lefts) or any(ln.table is not None for ln in rights)
+    return (g0, g1) if side_by_side >= (1 if tables else 3) else None
+
+
+def order_lines(lines: list[Line]) -> list[Line]:
+    """The page's lines in reading order; sets each line's ``column``."""
+    lines = sorted(lines, key=lambda ln: (ln.top, ln.x0))
+    gutter = _gutter(lines)
+    if gutter is None:
+        for ln in lines:
+            ln.column = 0
+        return lines
+    g0, g1 = gutter
+    out: list[Line] = []
+    section: list[Line] = []
+
+    def flush() -> None:
+        out.extend(sorted((ln for ln in section if ln.column == 1), key=lambda ln: ln.top))
+        out.extend(sorted((ln for ln in section if ln.column == 2), key=lambda ln: ln.top))
+        section.clear()
+
+    for ln in lines:
+        if ln.x0 < g0 and ln.x1 > g1:
+            flush()
+            ln.column = 0
+            out.append(ln)
+        else:
+            ln.column = 1 if ln.x1 <= g1 else 2
+            section.append(ln)
+    flush()
+    return out
+
+
+def _starts_block(text: str) -> bool:
+    if text[0] in _BULLETS and len(text) > 1 and text[1] in " \u3000":
+        return True
+    marker = match_marker(text) if text[0] in "第（(一二三四五六七八九十0123456789" else None
+    return marker is not None
+
+
+def margins(lines: Sequence[Line]) -> dict[int, tuple[float, float]]:
+    out: dict[int, tuple[float, float]] = {}
+    for column in {ln.column for ln in lines}:
+        mine = [ln for ln in lines if ln.column == column and ln.table is None]
+        if mine:
+            out[column] = (min(ln.x0 for ln in mine), max(ln.x1 for ln in mine))
+    return out
+
+
+def continues(prev: Line, line: Line, right: float, *, first: bool, gap_limit: float) -> bool:
+    """Whether ``line`` continues the paragraph whose last line is ``prev`` (``first``: ``prev``
+    is that paragraph's first line; ``right``: the column's right edge)."""
+    if prev.table is not None or line.table is not None or not line.text:
+        return False
+    if abs(prev.size - line.size) > 0.6 or prev.bold != line.bold:
+        return False
+    if line.top - prev.bottom > gap_limit:
+        return False
+    room = right - prev.x1
+    if room > line.lead + 0.6 * line.size:
+        return False  # the next word would have fitted: the previous line ended a paragraph
+    if _starts_block(line.text):
+        return False
+    indent = line.x0 - prev.x0
+    unit = 0.8 * line.size
+    if indent > unit:  # indented: a hanging list item's continuation, else a new paragraph
+        return first and _starts_block(prev.text)
+    if indent < -unit:  # outdented: the body under a first-line indent, else a new item
+        return first
+    return True
+
+
+def paragraphs(lines: list[Line]) -> list[Paragraph]:
+    """Group ordered lines (see :func:`order_lines`) into paragraphs; a table line is a
+    paragraph of its own (empty text, ``first.table`` set)."""
+    if not lines:
+        return []
+    page_margins = margins(lines)
+    gaps = [
+        b.top - a.bottom
+        for a, b in zip(lines, lines[1:], strict=False)
+        if a.column == b.column and a.table is None and b.table is None and b.top > a.top
+    ]
+    typical = statistics.median(gaps) if gaps else 0.0
+    out: list[Paragraph] = []
+    for line in lines:
+        if out and line.column == out[-1].last.column and line.top > out[-1].last.top:
+            para = out[-1]
+            prev = para.last
+            right = page_margins.get(line.column, (0.0, prev.x1))[1]
+            limit = max(typical, 0.0) + 0.45 * line.size
+            if continues(prev, line, right, first=len(para.lines) == 1, gap_limit=limit):
+                para.text = join_text(para.text, line.text)
+                para.lines.append(line)
+                continue
+        out.append(Paragraph(line.text if line.table is None else "", [line]))
+    return out
+
+
+def ends_sentence(text: str) -> bool:
+    """Whether ``text`` ends with sentence-final punctuation (or a closing quote after it)."""
+    stripped = text.rstrip("”’\"')）」』")
+    return bool(stripped) and stripped[-1] in _END_PUNCT
+
+
+def normalize(text: str) -> str:
+    """NFKC without whitespace: how running headers and repeated table headers are compared."""
+    return "".join(unicodedata.normalize("NFKC", text).split())
