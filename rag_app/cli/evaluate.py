@@ -142,7 +142,15 @@ def eval_cmd(
     remote = remote_kb(server, api_key)
     served = ServedKB(remote) if remote is not None else None
     if served is not None:
-        err.print(f"[dim]evaluating through the server at {served.remote.url} (its API)[/dim]")
+        try:
+            served.check()
+        except RemoteError as exc:
+            err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+            raise typer.Exit(2) from exc
+        err.print(
+            f"[dim]evaluating through the server at {served.remote.url} (its API)[/dim]",
+            soft_wrap=True,
+        )
     elif (problem := announce_local(kb, docs)) is not None:
         err.print(f"[red]error:[/red] {problem}", soft_wrap=True)
         raise typer.Exit(2)

@@ -29,6 +29,18 @@ class ServedKB:
     def ask(self, question: str, tenant: str = "default", top_k: int = 5) -> Answer:
         return self.remote.ask(question, top_k, None)[0]
 
+    def check(self) -> None:
+        """Reach the server with the key before the first question (RemoteError: unreachable, or
+        the key refused), and record what it serves: the key's tenant, the embedding, the
+        version."""
+        me = self.remote.request("GET", "/api/me")
+        health = self.remote.request("GET", "/api/health")
+        self.description.update(
+            tenant=me.get("tenant"),
+            embedding=health.get("embedding"),
+            version=health.get("version"),
+        )
+
 
 def announce_local(kb: Path | None, docs: Path | None) -> str | None:
     """Say how the knowledge base is opened (on stderr); an error message instead when there is
@@ -46,7 +58,9 @@ def announce_local(kb: Path | None, docs: Path | None) -> str | None:
     where = kb if kb is not None else Settings().kb_dir
     holder = writer_of(where)
     beside = f" beside a running server ({holder})" if holder else ""
-    err.print(f"[dim]evaluating {where} read-only{beside}: no writer lock taken[/dim]")
+    err.print(
+        f"[dim]evaluating {where} read-only{beside}: no writer lock taken[/dim]", soft_wrap=True
+    )
     return None
 
 

@@ -31,10 +31,16 @@ class RemoteKB(BaseModel):
     timeout: float = TIMEOUT_S
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.request("POST", path, body)
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The server's JSON reply to ``method path`` (``body`` as JSON); RemoteError when it
+        can't be reached or refuses."""
         import httpx
 
         try:
-            reply = httpx.post(
+            reply = httpx.request(
+                method,
                 self.url.rstrip("/") + path,
                 json=body,
                 headers={"Authorization": f"Bearer {self.key}"},
