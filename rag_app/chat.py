@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol
 
 from pydantic import BaseModel, Field
 
 from rag_app.analysis.followup import FollowUpResolver
 from rag_app.analysis.followup_llm import LLMFollowUpRewriter
+from rag_app.llm_budget import Budget, llm_budget
 from rag_app.store.conversations import ConversationStore, Turn
 from rag_app.synthesis.citations import TextSink
 from rag_app.types import Answer
@@ -68,6 +70,10 @@ class ChatService:
         self.resolver = resolver or FollowUpResolver()
         self.rewriter = rewriter
 
+    def _budget(self) -> AbstractContextManager[Budget | None]:
+        """The turn's LLM time budget (RAG_LLM_BUDGET; the rewriter exists only with an LLM)."""
+        return nullcontext() if self.rewriter is None else llm_budget(self.rewriter.budget)
+
     def turn(
         self,
         question: str,
@@ -92,11 +98,12 @@ class ChatService:
                 raise ConversationNotFound(conversation_id) from None
         followup = self.resolver.resolve(question, history[-1] if history else None)
         resolved, rule = followup.resolved, followup.rule
-        if self.rewriter is not None and history:  # never for a first turn
-            rewritten = self.rewriter.rewrite(question, history)
-            if rewritten is not None and _norm(rewritten) != _norm(resolved):
-                resolved, rule = rewritten, "llm"
-        answer = self.ask(resolved, tenant, top_k, doc_ids, on_text=on_text)
+        with self._budget():  # the rewrite and the answer wait on the LLM within one budget
+            if self.rewriter is not None and history:  # never for a first turn
+                rewritten = self.rewriter.rewrite(question, history)
+                if rewritten is not None and _norm(rewritten) != _norm(resolved):
+                    resolved, rule = rewritten, "llm"
+            answer = self.ask(resolved, tenant, top_k, doc_ids, on_text=on_text)
         if conversation_id is None:  # created once its first turn is answered
             conversation_id = self.store.create(
                 tenant, key_id, title=question.strip(), collections=collections

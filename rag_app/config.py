@@ -213,7 +213,19 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field("qwen2.5-7b-instruct", description="Model name sent to the endpoint.")
     llm_api_key: SecretStr | None = Field(None, description="API key for the endpoint, if needed.")
-    llm_timeout: float = Field(60.0, gt=0)
+    llm_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds one LLM request may wait per phase (connect, each read); an "
+        "answer's calls are bounded by RAG_LLM_BUDGET too.",
+    )
+    llm_budget: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds an answer may wait on the LLM in all (a chat turn's follow-up "
+        "rewrite and its answer share it; a streamed reply included): past it, or after a call "
+        "that timed out, the extractive answer is given; no second try.",
+    )
     llm_review: str = Field(
         "off",
         description="LLM mode: which of the gate's refusals the LLM reads before they stand: "

@@ -32,6 +32,7 @@ from rag_app.answer.locator import AnswerDecision, AnswerLocator
 from rag_app.answer.model import AnswerModel, bundled_model
 from rag_app.answer.reader import PassageReader, build_reader
 from rag_app.config import Settings
+from rag_app.llm_budget import llm_budget
 from rag_app.postprocess.gate import EvidenceGate
 from rag_app.postprocess.neighbors import NeighborExpansion
 from rag_app.postprocess.rerank import CrossEncoderReranker, LexicalReranker
@@ -131,17 +132,18 @@ class AnswerEngine(BaseQueryEngine):
         LLM answer's text as it is written, see CitationSynthesizer.synthesize)."""
         question = request.question
         t0 = time.perf_counter()
-        bundle = QueryBundle(question)
-        nodes = self.evidence(request, bundle=bundle)
-        t1 = time.perf_counter()
-        with stage("gate"):  # the reading stage reuses the question's vector from retrieval
-            decision = self.gate.decide(question, nodes, query_vector=bundle.embedding)
-        t2 = time.perf_counter()
-        with stage("synthesis"):
-            synthesis = self.synthesizer.synthesize(
-                question, nodes, decision=decision, on_text=on_text
-            )
-        t3 = time.perf_counter()
+        with llm_budget(self.synthesizer.budget):  # from here (a chat turn's: from its start)
+            bundle = QueryBundle(question)
+            nodes = self.evidence(request, bundle=bundle)
+            t1 = time.perf_counter()
+            with stage("gate"):  # the reading stage reuses the question's vector from retrieval
+                decision = self.gate.decide(question, nodes, query_vector=bundle.embedding)
+            t2 = time.perf_counter()
+            with stage("synthesis"):
+                synthesis = self.synthesizer.synthesize(
+                    question, nodes, decision=decision, on_text=on_text
+                )
+            t3 = time.perf_counter()
         timings = {
             "retrieve_ms": (t1 - t0) * 1000,
             "gate_ms": (t2 - t1) * 1000,
@@ -226,9 +228,8 @@ def build_answer_engine(
     llm = None
     if settings.llm_base_url:
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        llm = build_llm(
-            settings.llm_base_url, settings.llm_model, key, timeout=settings.llm_timeout
-        )
+        timeout = min(settings.llm_timeout, settings.llm_budget)  # an abandoned call ends too
+        llm = build_llm(settings.llm_base_url, settings.llm_model, key, timeout=timeout)
     return AnswerEngine(
         retriever_factory=retriever_factory,
         reranker=build_reranker(settings, ledger, stats, settings.rerank_candidates),
@@ -237,7 +238,10 @@ def build_answer_engine(
         ),
         gate=EvidenceGate(locator),
         synthesizer=CitationSynthesizer(
-            locator=locator, llm=llm, review_floor=review_floor(settings, model)
+            locator=locator,
+            llm=llm,
+            review_floor=review_floor(settings, model),
+            budget=settings.llm_budget,
         ),
         rerank_candidates=settings.rerank_candidates,
     )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from llama_index.core.llms import LLM, ChatMessage, MessageRole
 
 from rag_app.llm import build_llm, describe
+from rag_app.llm_budget import DEFAULT_BUDGET, call_llm, llm_budget
 
 if TYPE_CHECKING:
     from rag_app.config import Settings
@@ -73,6 +74,7 @@ class LLMFollowUpRewriter:
 
     llm: LLM
     history_turns: int = HISTORY_TURNS
+    budget: float = DEFAULT_BUDGET  # RAG_LLM_BUDGET: a chat turn's, shared with its answer
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LLMFollowUpRewriter | None:
@@ -80,8 +82,9 @@ class LLMFollowUpRewriter:
         if not settings.llm_base_url:
             return None
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        timeout = min(settings.llm_timeout, REWRITE_TIMEOUT)
-        return cls(build_llm(settings.llm_base_url, settings.llm_model, key, timeout=timeout))
+        timeout = min(settings.llm_timeout, REWRITE_TIMEOUT, settings.llm_budget)
+        llm = build_llm(settings.llm_base_url, settings.llm_model, key, timeout=timeout)
+        return cls(llm, budget=settings.llm_budget)
 
     def messages(self, question: str, history: Sequence[str]) -> list[ChatMessage]:
         shown = list(history)[-self.history_turns :]
@@ -99,15 +102,13 @@ class LLMFollowUpRewriter:
         if not history or not question.strip():
             return None
         try:
-            reply = self.llm.chat(self.messages(question, history))
+            with llm_budget(self.budget) as budget:  # the chat turn's, shared with the answer
+                reply = call_llm(self.llm, self.messages(question, history), budget)
         except Exception as exc:  # down, slow, or not OpenAI-compatible
             logger.warning("follow-up rewrite failed, rules used: %s", describe(exc))
             return None
-        text = clean_rewrite(reply.message.content or "", question, history)
+        text = clean_rewrite(reply, question, history)
         if text is None:
             # the reply's length, not its text: it may quote the user's conversation
-            logger.warning(
-                "follow-up rewrite rejected (%d characters), rules used",
-                len(reply.message.content or ""),
-            )
+            logger.warning("follow-up rewrite rejected (%d characters), rules used", len(reply))
         return text

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
 from rag_app.llm import build_llm as build_llm  # re-exported: the engine builds its LLM here
 from rag_app.llm import describe
+from rag_app.llm_budget import DEFAULT_BUDGET, call_llm, llm_budget
 from rag_app.synthesis.extractive import citation_of, compose
 from rag_app.synthesis.prompts import SYSTEM_PROMPT, USER_TEMPLATE, format_evidence
 from rag_app.types import REFUSAL, Citation
@@ -107,12 +108,20 @@ class CitationSynthesizer:
     a decision over nodes, not from text chunks, and returns a typed :class:`Synthesis`."""
 
     def __init__(
-        self, *, locator: AnswerLocator, llm: LLM | None = None, review_floor: float | None = None
+        self,
+        *,
+        locator: AnswerLocator,
+        llm: LLM | None = None,
+        review_floor: float | None = None,
+        budget: float = DEFAULT_BUDGET,
     ) -> None:
         """``review_floor``: with an LLM, the gate's refusals whose confidence reaches it are
-        read by the LLM, which answers or lets the refusal stand (None: never)."""
+        read by the LLM, which answers or lets the refusal stand (None: never). ``budget``:
+        seconds an answer may wait on the LLM in all (``RAG_LLM_BUDGET``), streaming
+        included; then the extractive answer is given."""
         self._locator = locator
         self.llm = llm
+        self.budget = budget
         self.review_floor = review_floor if llm is not None else None
 
     @property
@@ -202,18 +211,11 @@ class CitationSynthesizer:
         ]
         assert self.llm is not None  # only called with an LLM
         try:
-            if on_text is None:
-                text = (self.llm.chat(messages).message.content or "").strip()
-            else:
-                if decision.caveat:  # the first line says what the evidence may not hold
+            with llm_budget(self.budget) as budget:  # a chat turn's own, when in one
+                if on_text is not None and decision.caveat:  # what the evidence may not hold
                     on_text(decision.caveat + "\n")
-                parts: list[str] = []
-                for chunk in self.llm.stream_chat(messages):
-                    if chunk.delta:
-                        parts.append(chunk.delta)
-                        on_text(chunk.delta)
-                text = "".join(parts).strip()
-        except Exception as exc:  # down, slow (RAG_LLM_TIMEOUT), or not OpenAI-compatible
+                text = call_llm(self.llm, messages, budget, on_text).strip()
+        except Exception as exc:  # down, slow (RAG_LLM_BUDGET), or not OpenAI-compatible
             return self._fallback(decision, nodes, f"LLM call failed: {describe(exc)}", reviewed)
         if not text:
             return self._fallback(decision, nodes, "the LLM returned an empty answer", reviewed)
