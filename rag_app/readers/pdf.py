@@ -63,6 +63,7 @@ def _open(data: bytes) -> Any:
 
 def _layout(content: Any, notes: dict[str, list[int]]) -> Any:
     """A page's :class:`PageLayout` from its characters and rulings."""
+    from rag_app.readers.pdf_borderless import find_borderless
     from rag_app.readers.pdf_layout import Line, build_lines
     from rag_app.readers.pdf_structure import PageLayout
     from rag_app.readers.pdf_tables import TableLimit, fill_tables, find_tables
@@ -81,6 +82,8 @@ def _layout(content: Any, notes: dict[str, list[int]]) -> Any:
             notes["no_table_pages"].append(content.number)
     chars = fill_tables(tables, content.chars, content.number)
     lines = build_lines(chars)
+    borderless, lines = find_borderless(lines, content.number)
+    tables.extend(borderless)
     lines.extend(Line("", t.x0, t.top, t.x1, t.bottom, 0.0, False, table=t) for t in tables)
     return PageLayout(content.number, content.height, lines)
 

@@ -247,11 +247,12 @@ def _header_rows(t: Table) -> int:
 
 def merge_continued(first: Table, second: Table) -> bool:
     """Append ``second`` (the top of the next page or column) to ``first`` when its columns
-    are as wide; its leading rows that repeat ``first``'s header are dropped. Returns whether merged."""
+    start at the same offsets; its leading rows that repeat ``first``'s header are dropped. Returns whether merged."""
     if len(first.xs) != len(second.xs):
         return False
-    widths = zip(first.xs, first.xs[1:], second.xs, second.xs[1:], strict=False)
-    if any(abs((b - a) - (d - c)) > 3.0 for a, b, c, d in widths):
+    # the columns' left edges (a borderless table's right edge is its longest cell's)
+    starts = zip(first.xs[:-1], second.xs[:-1], strict=True)
+    if any(abs((a - first.xs[0]) - (b - second.xs[0])) > 3.0 for a, b in starts):
         return False
     depth = min(_header_rows(first), len(second.grid))
     drop = 0

@@ -68,8 +68,10 @@ class Doc:
         self._ops.append(("para", (text, indent)))
         return self
 
-    def table(self, rows: list[list[str]], widths: list[float], header_rows: int = 1) -> Doc:
-        self._ops.append(("table", (rows, widths, header_rows)))
+    def table(
+        self, rows: list[list[str]], widths: list[float], header_rows: int = 1, ruled: bool = True
+    ) -> Doc:
+        self._ops.append(("table", (rows, widths, header_rows, ruled)))
         return self
 
     def pdf(self) -> bytes:
@@ -149,7 +151,9 @@ class Doc:
             self.c.setFont(CJK, self.size)
             self.c.drawString(self._x + (first if k == 0 else 0), self.y + 4, line)
 
-    def _table(self, rows: list[list[str]], widths: list[float], header_rows: int) -> None:
+    def _table(
+        self, rows: list[list[str]], widths: list[float], header_rows: int, ruled: bool
+    ) -> None:
         size, lead, pad = 9.0, 12.0, 3.0
         self.y -= 8
         header = rows[:header_rows]
@@ -172,7 +176,8 @@ class Doc:
             for cell, w in zip(row, widths, strict=False):
                 for k, line in enumerate(wrap(cell, w - 2 * pad, CJK, size)):
                     self.c.drawString(x + pad, top - pad - lead * (k + 1) + 3, line)
-                self.c.rect(x, top - h, w, h)
+                if ruled:
+                    self.c.rect(x, top - h, w, h)
                 x += w
             self.y -= h
 

@@ -156,3 +156,45 @@ def test_latin_wraps_get_one_space_and_hyphenation_is_undone() -> None:
     c.save()
     text = read_bytes(buffer.getvalue(), "en.pdf").text
     assert "any international travel and of every change of address within thirty days." in text
+
+
+def test_a_borderless_table_with_wrapped_cells_is_a_table_over_its_pages() -> None:
+    doc = Doc(header="某某统计局 2023 年统计年鉴")
+    doc.heading("表 3-1 各地区人口", 12)
+    note = "含流动人口和常住人口的合计数"
+    rows = [["地区", "年末人口（万人）", "城镇化率（%）", "备注"]]
+    rows += [
+        [f"第{i}区", f"{100 + i * 7}", f"{50 + i}.5", note if i % 3 == 0 else "—"]
+        for i in range(1, 40)
+    ]
+    doc.table(rows, [80, 110, 110, 90], ruled=False)  # 备注 wraps over two lines
+    doc.para("表后的段落。" + BODY)
+    parsed = read_bytes(doc.pdf(), "stats.pdf")
+    assert parsed.metadata["pages"] == 2 and parsed.metadata["tables"] == 1
+    assert parsed.text.count("| 地区 | 年末人口（万人） | 城镇化率（%） | 备注 |") == 1
+    found = re.findall(r"^\| 第(\d+)区 \| (\d+) \| ([\d.]+) \| (.*) \|$", parsed.text, flags=re.M)
+    assert [int(r[0]) for r in found] == list(range(1, 40))
+    assert all(r[3] == (note if int(r[0]) % 3 == 0 else "—") for r in found)
+
+
+def test_aligned_text_that_is_no_table_stays_text() -> None:
+    """Two columns of running text and a numbered list with a wide gap are not tables."""
+    doc = Doc(columns=2, footer=False)
+    for n in "一二三四五六":
+        doc.para(f"第{n}段，{BODY}", indent=False)
+    assert "|" not in read_bytes(doc.pdf(), "two.pdf").text
+    from reportlab.pdfgen import canvas
+
+    from tests.readers.pdf_samples import CJK, _register
+
+    _register()
+    buffer = io.BytesIO()
+    c = canvas.Canvas(buffer, pagesize=(595, 842))
+    c.setFont(CJK, 10.5)
+    for k in range(6):
+        c.drawString(72, 700 - 18 * k, f"{k + 1}.")
+        c.drawString(110, 700 - 18 * k, f"第{k + 1}项要求：按时提交材料并妥善保管原件。")
+    c.showPage()
+    c.save()
+    text = read_bytes(buffer.getvalue(), "list.pdf").text
+    assert "|" not in text and "第1项要求" in text
