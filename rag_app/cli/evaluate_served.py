@@ -53,7 +53,8 @@ def announce_local(kb: Path | None, docs: Path | None) -> str | None:
     if (missing := missing_kb(kb)) is not None:
         return (
             f"no knowledge base at {missing} (no ledger.db there): check --kb or RAG_KB_DIR, "
-            f"evaluate a folder with --docs DIR, or a running server with --server URL --api-key"
+            f"pass --docs DIR to ingest a folder first, or evaluate a running server with "
+            f"--server URL --api-key KEY"
         )
     where = kb if kb is not None else Settings().kb_dir
     holder = writer_of(where)

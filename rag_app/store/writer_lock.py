@@ -8,8 +8,9 @@ A process opening such a knowledge base for writing holds an exclusive ``flock``
 ``<kb dir>/writer.lock`` until it closes the last of its handles (the kernel drops it when the
 process dies, also on ``kill -9``); a second writing process gets :class:`KnowledgeBaseBusy`
 naming the holder and the fix. Readers (``KnowledgeBase.open(..., read_only=True)``: ``rag ask``,
-``retrieve``, ``docs``, ``chunks``, ``doctor --dry-run``) take no lock. With ``RAG_CHROMA_URL``
-(a Chroma server) no lock is taken: the server serialises the writes of many processes.
+``retrieve``, ``docs``, ``chunks``, ``doctor --dry-run``, ``eval`` without ``--docs``) take no
+lock. With ``RAG_CHROMA_URL`` (a Chroma server) no lock is taken: the server serialises the
+writes of many processes.
 
 Within one process the lock is counted: several ``KnowledgeBase`` objects on one directory share
 the process's embedded Chroma (chromadb caches its client per path) and are one writer.
