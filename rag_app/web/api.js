@@ -4,6 +4,7 @@
  */
 
 import { $, el, append, clear, show } from "./dom.js";
+import { errText, errDetail, showError } from "./messages.js";
 
 var ACTIVE = { PENDING: true, PROCESSING: true };
 
@@ -24,11 +25,14 @@ var state = {
 
 // ---------------------------------------------------------------- API
 
-function ApiError(status, detail, body) {
+/** A failed request: its HTTP status (0: none came), the server's detail (its own words), the
+ * body; `words`: the failure in Chinese, where it was made here (no connection, a cut stream). */
+function ApiError(status, detail, body, words) {
   this.status = status;
   this.detail = detail;
   this.body = body;
-  this.message = detail;
+  this.words = words || "";
+  this.message = words || detail;
 }
 
 function detailText(body, status) {
@@ -61,7 +65,7 @@ function request(path, opts) {
     init.body = opts.form; // the browser sets the multipart boundary
   }
   return fetch(path, init).then(null, function (netErr) {
-    throw new ApiError(0, "无法连接服务 (network error): " + netErr.message, null);
+    throw new ApiError(0, netErr.message, null, "无法连接服务：请检查网络，或服务是否在运行。");
   });
 }
 
@@ -175,7 +179,9 @@ function apiStream(path, json, onDelta, opts) {
     function settle() {
       parser.end();
       if (failure) throw failure;
-      if (answer === null) throw new ApiError(0, "回答未完整返回：连接中断 (stream ended early)", null);
+      if (answer === null) {
+        throw new ApiError(0, "stream ended early", null, "回答未完整返回：连接中断，请重试。");
+      }
       return answer;
     }
     if (!resp.body || typeof resp.body.getReader !== "function") {
@@ -192,42 +198,16 @@ function apiStream(path, json, onDelta, opts) {
         parser.push(decoder.decode(chunk.value, { stream: true }));
         return next();
       }, function (netErr) {
-        throw new ApiError(0, "回答未完整返回：连接中断 (network error): " + netErr.message, null);
+        throw new ApiError(0, netErr.message, null, "回答未完整返回：连接中断，请重试。");
       });
     }
     return next();
   });
 }
 
-// What an HTTP status means, in words; the server's reason follows when it gave one.
-var STATUS_WORDS = {
-  400: "请求有误", 401: "API key 无效或缺失", 403: "权限不足", 404: "未找到",
-  409: "与当前状态冲突", 413: "文件过大", 415: "文件类型不支持", 422: "请求内容无效",
-  429: "请求过于频繁，请稍后再试", 500: "服务器内部错误", 502: "服务暂不可用",
-  503: "服务暂不可用", 504: "服务响应超时",
-};
-// bodies that only repeat the status line ("Internal Server Error") are no reason
-var GENERIC_DETAIL = /^(HTTP \d+|internal (server )?error|bad gateway|service unavailable|gateway timeout|not found)$/i;
-
-function errText(err) {
-  if (!(err instanceof ApiError)) return String(err && err.message ? err.message : err);
-  if (!err.status) return err.detail;
-  var words = STATUS_WORDS[err.status] || (err.status >= 500 ? "服务器错误" : "请求失败");
-  var detail = String(err.detail || "").trim();
-  var reason = detail && !GENERIC_DETAIL.test(detail) ? "：" + detail : "";
-  return words + reason + "（HTTP " + err.status + "）";
-}
-
 function noteAuthError(err) {
-  var msg;
-  if (err.status === 401) {
-    msg = state.key
-      ? "API key 无效或已失效（401 Unauthorized）：" + err.detail
-      : "请先粘贴 API key（401 Unauthorized）";
-  } else {
-    msg = "权限不足（403 Forbidden）：" + err.detail;
-  }
-  show($("auth-error"), msg);
+  if (err.status === 401 && !state.key) showError($("auth-error"), "请先粘贴 API key 并保存。", null);
+  else showError($("auth-error"), "", err);
   if (err.status === 401) {
     state.me = null;
     renderWhoami();
@@ -325,7 +305,7 @@ function loadMe() {
       state.me = null;
       state.authStatus = err.status || 0;
       renderWhoami();
-      if (err.status !== 401 && err.status !== 403) show($("auth-error"), errText(err));
+      if (err.status !== 401 && err.status !== 403) showError($("auth-error"), "", err);
       return null;
     }
   );
@@ -346,6 +326,6 @@ function loadHealth() {
 }
 
 export {
-  ACTIVE, state, ApiError, api, apiStream, canStream, sseParser, errText, canEdit, isLimited,
-  renderWhoami, applyRowRole, loadMe, loadHealth,
+  ACTIVE, state, ApiError, api, apiStream, canStream, sseParser, errText, errDetail, showError,
+  canEdit, isLimited, renderWhoami, applyRowRole, loadMe, loadHealth,
 };

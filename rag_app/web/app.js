@@ -1,17 +1,20 @@
 /* Knowledge-base browser UI: plain JS modules, no build step, no external resources.
  * Every piece of server text is inserted with textContent (never innerHTML).
  *
- * Modules: dom.js (helpers), api.js (API client, key identity), chunks.js (chunk viewer),
- * documents.js (document list, filter, upload), ask.js (answers, citations), conversation.js (the
- * conversation, feedback), collections.js (the 知识范围 selector, recent 👎); this one boots.
+ * Modules: dom.js (helpers), messages.js (errors in Chinese), api.js (API client, key identity),
+ * chunks.js (chunk viewer, beside the answer), documents.js (document list, filter), upload.js,
+ * ask.js (asking, citations), thread.js (a turn's answer, sources, 详情), conversation.js (the
+ * turns, history, feedback), collections.js (the 知识范围 selector, 新建集合, recent 👎); this
+ * one boots.
  * markdown.js is a classic script (window.RagMarkdown), loaded before the modules run.
  */
 
 import { $, show } from "./dom.js";
 import { state, renderWhoami, loadMe, loadHealth } from "./api.js";
 import { closeChunks } from "./chunks.js";
-import { loadDocs, renderDocs, clearSelected, setupDropzone } from "./documents.js";
-import { ask, renderAnswer, setupPopup } from "./ask.js";
+import { loadDocs, renderDocs, clearSelected } from "./documents.js";
+import { setupDropzone } from "./upload.js";
+import { ask, renderAnswer, openCitation, setupPopup } from "./ask.js";
 import { loadHistory, newConversation, setupConversation } from "./conversation.js";
 import { loadCollections, setupCollections } from "./collections.js";
 
@@ -76,7 +79,7 @@ function init() {
   });
   setupDropzone();
   setupPopup();
-  setupConversation(renderAnswer);
+  setupConversation(renderAnswer, openCitation);
   // a conversation stays in one scope: another collection, a new conversation
   setupCollections(function () {
     newConversation(

@@ -1,13 +1,19 @@
 /* The chunk viewer: a document's chunks, each chunk's text rendered as Markdown (markdown.js)
- * with the repeated header / lead-in dimmed and cited units highlighted.
+ * with the repeated header / lead-in dimmed and cited units highlighted. On a wide screen it
+ * takes the documents' place, beside the conversation (.layout.chunks-open); ← 文档列表 closes it.
  */
 
 import { $, el, append, clear, show, hasBlockType, pathNode } from "./dom.js";
-import { state, api, errText } from "./api.js";
+import { state, api, showError } from "./api.js";
+
+function layout() {
+  return document.querySelector(".layout");
+}
 
 function closeChunks() {
   state.chunkDocId = null;
   $("chunk-panel").hidden = true;
+  layout().classList.remove("chunks-open");
   clear($("chunk-list"));
 }
 
@@ -17,9 +23,11 @@ function openChunks(id) {
   var doc = state.docs.filter(function (d) { return d.doc_id === id; })[0];
   state.chunkDocId = id;
   panel.hidden = false;
+  layout().classList.add("chunks-open");
+  list.scrollTop = 0;
   clear(list);
   show($("chunk-error"), "");
-  $("chunk-title").textContent = "分块 Chunks · " + (doc ? doc.filename : id);
+  $("chunk-title").textContent = "分块 · " + (doc ? doc.filename : id);
   $("chunk-meta").textContent = "加载中…";
   api("/api/documents/" + encodeURIComponent(id) + "/chunks").then(
     function (body) {
@@ -27,11 +35,11 @@ function openChunks(id) {
       var chunks = (body && body.chunks) || [];
       $("chunk-meta").textContent = chunks.length + " 个分块 · v" + body.version;
       chunks.forEach(function (c) { list.appendChild(chunkItem(c)); });
-      panel.scrollIntoView({ behavior: "smooth", block: "start" });
+      panel.scrollIntoView({ block: "nearest" }); // a narrow screen: under the answer
     },
     function (err) {
       $("chunk-meta").textContent = "";
-      show($("chunk-error"), "加载分块失败：" + errText(err));
+      showError($("chunk-error"), "加载分块失败：", err);
     }
   );
 }

@@ -7,7 +7,7 @@
  */
 
 import { $, el, append, clear, show, fmtTime } from "./dom.js";
-import { state, api, errText, canEdit, isLimited } from "./api.js";
+import { state, api, showError, canEdit, isLimited } from "./api.js";
 
 var STORE = "rag_collection:"; // + tenant:key_id -> the chosen collection's name
 var RECENT = 10;
@@ -58,7 +58,7 @@ function loadCollections(restore) {
       state.collections = [];
       state.collection = "";
       renderSelector();
-      show($("collection-error"), "无法列出集合：" + errText(err));
+      showError($("collection-error"), "无法列出集合：", err);
     }
   );
 }
@@ -68,7 +68,7 @@ function renderSelector() {
   clear(select);
   // a limited key's "all" is its own collections' documents
   append(select, el("option", {
-    value: "", text: isLimited() ? "全部文档（本 key 可用的集合）" : "全部文档 All documents",
+    value: "", text: isLimited() ? "全部文档（本 key 可用的集合）" : "全部文档",
   }));
   state.collections.forEach(function (c) {
     append(select, el("option", { value: c.name, text: c.name + " (" + c.documents + ")" }));
@@ -114,27 +114,48 @@ function adoptScope(name) {
   return chosen;
 }
 
-function createCollection() {
+/** 新建集合: the dialog, its name field empty and focused. */
+function openCreateDialog() {
   if (!canEdit() || isLimited()) return;
-  var name = window.prompt("新集合的名称（例如 HR制度）\nNew collection name", "");
-  if (name === null) return;
-  name = name.trim();
+  var dlg = $("collection-dialog");
+  $("collection-name").value = "";
+  showError($("collection-dialog-error"), "", null);
+  $("collection-create").disabled = false;
+  if (typeof dlg.showModal === "function") dlg.showModal();
+  else dlg.setAttribute("open", "");
+  $("collection-name").focus();
+}
+
+function closeCreateDialog() {
+  var dlg = $("collection-dialog");
+  if (typeof dlg.close === "function") dlg.close();
+  else dlg.removeAttribute("open");
+}
+
+/** Create the collection named in the dialog and choose it; a taken or bad name is said in the
+ * dialog, which stays open to correct it. */
+function createCollection() {
+  var name = $("collection-name").value.trim();
+  var error = $("collection-dialog-error");
   if (!name) {
-    show($("collection-error"), "新建集合失败：名称不能为空。");
+    showError(error, "请填写集合名称。", null);
+    $("collection-name").focus();
     return;
   }
+  var button = $("collection-create");
+  button.disabled = true;
   api("/api/collections", { method: "POST", json: { name: name }, quiet: true }).then(
     function (created) {
+      closeCreateDialog();
       show($("collection-error"), "");
       return loadCollections().then(function () { choose(created.name); });
     },
     function (err) {
-      var why = err.status === 409 ? "名称「" + name + "」已被占用（409）：" + err.detail
-        : err.status === 422 ? "名称无效（422）：" + err.detail
-          : errText(err);
-      show($("collection-error"), "新建集合失败：" + why);
+      showError(error, "无法创建：", err);
+      $("collection-name").focus();
+      $("collection-name").select();
     }
-  );
+  ).then(function () { button.disabled = false; });
 }
 
 /** Put the document into the chosen collection, or take it out (`into`: false). */
@@ -149,7 +170,7 @@ function setMembership(docId, into) {
       return loadCollections();
     },
     function (err) {
-      show($("doc-error"), (into ? "加入集合失败：" : "移出集合失败：") + errText(err));
+      showError($("doc-error"), into ? "加入集合失败：" : "移出集合失败：", err);
     }
   );
 }
@@ -216,7 +237,12 @@ function renderRecentDown(records) {
 function setupCollections(changed) {
   onChange = changed;
   $("collection-select").addEventListener("change", function (e) { choose(e.target.value); });
-  $("collection-new").addEventListener("click", createCollection);
+  $("collection-new").addEventListener("click", openCreateDialog);
+  $("collection-form").addEventListener("submit", function (e) {
+    e.preventDefault(); // the dialog stays open until the collection is made
+    createCollection();
+  });
+  $("collection-cancel").addEventListener("click", closeCreateDialog);
 }
 
 export { adoptScope, loadCollections, loadRecentDown, setMembership, setupCollections };

@@ -1,5 +1,6 @@
 /* The conversation the ask panel is in: its id (kept by the server, /api/chat), the turns so far
- * (each question and how it was understood: a follow-up completed from the previous turn), "新对话",
+ * (each question, how it was understood: a follow-up completed from the previous turn, and its
+ * answer: earlier turns in #chat-turns, the latest in #answer-box), the 历史对话 list, "新对话",
  * and 有用/有误 (👍/👎) with a comment on the latest answer (/api/feedback, with the collection it
  * was asked in; a 👎 refreshes 最近的差评). A conversation stays in one collection: switching the
  * collection starts a new one (collections.js, app.js); reopening one chooses its collection
@@ -7,14 +8,17 @@
  * a machine without an emoji font shows the emoji as boxes.
  */
 
-import { $, el, append, clear, show } from "./dom.js";
-import { state, api, errText } from "./api.js";
+import { $, el, clear, show, fmtShortTime } from "./dom.js";
+import { state, api, showError } from "./api.js";
 import { adoptScope, loadRecentDown } from "./collections.js";
 import { loadDocs } from "./documents.js";
+import { earlierTurn } from "./thread.js";
 
+// turns: [{question, resolved, answer: /api/chat's response, scope: the documents' names}];
 // collection: the one its turns were asked in (null: none, all documents)
 var conversation = { id: null, turns: [], collection: null };
-var render = null; // ask.js's renderAnswer, given by setupConversation (no import cycle)
+var render = null; // ask.js's renderAnswer and openCitation, given by setupConversation
+var cite = null; // (no import cycle)
 
 /** The conversation now (another object once it is left: 新对话, switched, reopened). */
 function currentConversation() {
@@ -27,18 +31,67 @@ function conversationBody(body) {
   return body;
 }
 
-/** After an answer: remember the turn, show the thread and how the question was understood. */
-function recordTurn(question, res, collection) {
-  conversation.id = res.conversation_id || null;
-  conversation.collection = collection || null;
-  conversation.turns.push({ question: question, resolved: res.resolved_question || question });
-  renderTurns();
-  var understood = res.followup && res.followup !== "standalone";
-  show($("answer-resolved"), understood ? "理解为：" + res.resolved_question : "");
+/** The earlier turns, each with its answer, above the latest; `pending`: a question is being
+ * asked, so the latest answered turn is an earlier one now. */
+function renderTurns(pending) {
+  var box = $("chat-turns");
+  clear(box);
+  var earlier = pending ? conversation.turns : conversation.turns.slice(0, -1);
+  earlier.forEach(function (t, i) { box.appendChild(earlierTurn(t, i, cite)); });
+  box.hidden = !earlier.length;
+  $("new-chat").hidden = !conversation.turns.length && !pending;
+  $("thread-empty").hidden = !!(conversation.turns.length || pending);
+}
+
+/** The thread scrolled to the latest turn's question (when it scrolls by itself). */
+function scrollToLatest() {
+  var thread = $("thread");
+  var box = $("answer-box");
+  if (box.hidden || thread.scrollHeight <= thread.clientHeight) return;
+  thread.scrollTop = Math.max(0, box.offsetTop - thread.offsetTop - 8);
+}
+
+/** The question `q` being asked: the thread so far above it, the latest turn emptied. */
+function showPending(clearLatest) {
+  renderTurns(true);
+  clearLatest();
+  scrollToLatest();
+}
+
+function showLatest(turn, understood) {
+  render(turn.question, turn.answer, turn.scope || null, conversation.collection);
+  show($("answer-resolved"), understood ? "理解为：" + turn.resolved : "");
   show($("feedback-status"), "");
   $("feedback-comment").value = "";
   $("feedback").hidden = !conversation.id;
+}
+
+/** After an answer: remember the turn, show the thread with it and how it was understood. */
+function recordTurn(question, res, collection, scope) {
+  conversation.id = res.conversation_id || null;
+  conversation.collection = collection || null;
+  var turn = {
+    question: question, resolved: res.resolved_question || question, answer: res, scope: scope,
+  };
+  conversation.turns.push(turn);
+  renderTurns();
+  showLatest(turn, res.followup && res.followup !== "standalone");
+  scrollToLatest();
   loadHistory();
+}
+
+/** A question that failed: the thread as it was before it. */
+function restoreLatest() {
+  renderTurns();
+  var last = conversation.turns[conversation.turns.length - 1];
+  if (last) showLatest(last, last.resolved !== last.question);
+  else $("answer-box").hidden = true;
+}
+
+/** A history entry: its first question, when it was last asked in (local), its turns. */
+function historyLabel(c) {
+  var title = c.title.length > 28 ? c.title.slice(0, 28) + "…" : c.title;
+  return title + " · " + fmtShortTime(c.updated_at || c.created_at) + " · " + c.turns + " 轮";
 }
 
 /** This key's conversations, latest first, in the 历史对话 list (the current one selected). */
@@ -49,15 +102,17 @@ function loadHistory() {
     clear(select);
     select.appendChild(el("option", { value: "", text: "历史对话 (" + list.length + ")" }));
     list.forEach(function (c) {
-      var title = c.title.length > 24 ? c.title.slice(0, 24) + "…" : c.title;
-      select.appendChild(el("option", { value: c.conversation_id, text: title + " · " + c.turns + " 轮" }));
+      select.appendChild(el("option", {
+        value: c.conversation_id, text: historyLabel(c), title: c.title,
+        "data-testid": "history-entry",
+      }));
     });
     select.value = conversation.id || "";
     select.hidden = !list.length;
   }, function () { $("chat-history").hidden = true; });
 }
 
-/** Reopen a past conversation: its turns, its last answer, its collection chosen in 知识范围
+/** Reopen a past conversation: every turn with its answer, its collection chosen in 知识范围
  * (all documents, with a note, when that one is gone); the next question continues it. */
 function openConversation(id) {
   if (!id) return;
@@ -68,36 +123,19 @@ function openConversation(id) {
     var chosen = adoptScope(wanted);
     conversation = {
       id: body.conversation_id,
-      turns: turns.map(function (t) { return { question: t.question, resolved: t.resolved_question }; }),
+      turns: turns.map(function (t) {
+        return { question: t.question, resolved: t.resolved_question, answer: t.answer, scope: null };
+      }),
       collection: chosen || null,
     };
     if (chosen !== before) loadDocs();
     $("ask-status").textContent = wanted && chosen !== wanted
       ? "该对话的集合「" + wanted + "」已不存在：显示全部文档。" : "";
-    renderTurns();
-    var last = turns[turns.length - 1];
-    if (!last || !render) return;
-    render(last.answer, null, chosen || null);
-    var understood = last.resolved_question !== last.question;
-    show($("answer-resolved"), understood ? "理解为：" + last.resolved_question : "");
-    show($("feedback-status"), "");
-    $("feedback").hidden = false;
+    showError($("ask-error"), "", null);
     $("ask-input").value = "";
-  }, function (err) { show($("ask-error"), "无法打开对话：" + errText(err)); });
-}
-
-function renderTurns() {
-  var box = $("chat-turns");
-  clear(box);
-  // the earlier turns; the latest is the answer below
-  var earlier = conversation.turns.slice(0, -1);
-  earlier.forEach(function (t, i) {
-    var line = el("div", { class: "chat-turn", "data-testid": "chat-turn" }, "问 " + (i + 1) + "：" + t.question);
-    if (t.resolved !== t.question) append(line, el("span", { class: "muted", text: "（理解为：" + t.resolved + "）" }));
-    box.appendChild(line);
-  });
-  box.hidden = !earlier.length;
-  $("new-chat").hidden = !conversation.turns.length;
+    restoreLatest();
+    scrollToLatest();
+  }, function (err) { showError($("ask-error"), "无法打开对话：", err); });
 }
 
 /** Start over; `why`: what the status line says (default: the next question stands alone). */
@@ -120,12 +158,13 @@ function sendFeedback(rating) {
       show($("feedback-status"), "已记录（" + (rating === "up" ? "有用" : "有误") + "），谢谢。");
       if (rating === "down") loadRecentDown();
     },
-    function (err) { show($("feedback-status"), "反馈失败：" + errText(err)); }
+    function (err) { showError($("feedback-status"), "反馈失败：", err); }
   );
 }
 
-function setupConversation(renderAnswer) {
+function setupConversation(renderAnswer, openCitation) {
   render = renderAnswer;
+  cite = openCitation;
   $("new-chat").addEventListener("click", function () { newConversation(); });
   $("chat-history").addEventListener("change", function (e) { openConversation(e.target.value); });
   $("feedback-up").addEventListener("click", function () { sendFeedback("up"); });
@@ -133,5 +172,6 @@ function setupConversation(renderAnswer) {
 }
 
 export {
-  conversationBody, currentConversation, loadHistory, newConversation, recordTurn, setupConversation,
+  conversationBody, currentConversation, loadHistory, newConversation, recordTurn, restoreLatest,
+  setupConversation, showPending,
 };

@@ -1,10 +1,11 @@
-/* The documents panel: the polled document list (status, error, chunks, version, collections;
- * of the chosen collection unless 显示全部文档), the 只在选中的文档中提问 filter, reparse, delete,
- * 加入/移出集合, and uploads (file picker and drop zone; into the chosen collection).
+/* The documents panel: the polled document list, one line per document (name, status, chunks,
+ * collections, updated; of the chosen collection unless 显示全部文档) with its actions in a ⋯
+ * menu (查看分块, 重新解析, 加入/移出集合, 删除), and the 只在选中的文档中提问 filter. Uploads:
+ * upload.js.
  */
 
-import { $, el, append, clear, show, fmtTime, fmtBytes } from "./dom.js";
-import { ACTIVE, state, api, errText, canEdit, applyRowRole, loadHealth } from "./api.js";
+import { $, el, append, clear, show, fmtTime, fmtShortTime, fmtBytes } from "./dom.js";
+import { ACTIVE, state, api, showError, canEdit, applyRowRole, loadHealth } from "./api.js";
 import { closeChunks, openChunks } from "./chunks.js";
 import { loadCollections, setMembership } from "./collections.js";
 
@@ -12,11 +13,12 @@ var POLL_MS = 1500;
 var DOC_PAGE = 1000; // the API's largest page: the list shows that many documents at most
 
 var STATUS_LABEL = {
-  PENDING: "排队中 PENDING",
-  PROCESSING: "解析中 PROCESSING",
-  SUCCESS: "完成 SUCCESS",
-  FAILED: "失败 FAILED",
+  PENDING: "排队中",
+  PROCESSING: "解析中",
+  SUCCESS: "完成",
+  FAILED: "失败",
 };
+var menuSeq = 0;
 
 function schedulePoll() {
   if (state.pollTimer) {
@@ -38,6 +40,7 @@ function loadDocs() {
       show($("doc-error"), "");
       var docs = (body && body.documents) || [];
       var total = (body && body.total) || docs.length;
+      $("doc-count").textContent = docs.length ? "(" + total + ")" : "";
       show(
         $("doc-more"),
         total > docs.length ? "显示按路径排序的前 " + docs.length + " 个文档，共 " + total + " 个。" : ""
@@ -50,10 +53,10 @@ function loadDocs() {
       if (err.status === 401 || err.status === 403) {
         // not an empty knowledge base: a key that may not list it; show no one's documents
         renderDocs([], true);
-        show($("doc-error"), "无法列出文档：" + errText(err) + "。请检查 API key。");
+        showError($("doc-error"), "无法列出文档：", err);
         return;
       }
-      show($("doc-error"), "加载文档列表失败：" + errText(err));
+      showError($("doc-error"), "加载文档列表失败：", err);
       // keep polling while work is in flight, a transient error should not freeze the list
       schedulePoll();
     }
@@ -106,41 +109,16 @@ function buildRow(doc) {
       "div",
       { class: "name-line" },
       pick,
-      el("div", { class: "filename", "data-testid": "doc-filename" })
+      el("span", { class: "filename", "data-testid": "doc-filename" }),
+      el("span", { class: "sub muted", "data-testid": "doc-sub" })
     ),
-    el("div", { class: "sub muted", "data-testid": "doc-sub" }),
-    el("div", { class: "tags", "data-testid": "doc-collections", hidden: true })
+    el("div", { class: "doc-error-text", "data-testid": "doc-error-text", hidden: true })
   );
   var statusCell = el(
     "td",
     { class: "status" },
     el("span", { class: "badge", "data-testid": "doc-status" }),
-    el("div", { class: "doc-error-text", "data-testid": "doc-error-text", hidden: true })
-  );
-  var actions = el(
-    "td",
-    { class: "actions" },
-    el("div", { class: "btns" })
-  );
-  append(
-    actions.firstChild,
-    el("button", {
-      type: "button", class: "small", "data-testid": "chunks-button", text: "查看分块",
-      onclick: function () { openChunks(id); },
-    }),
-    el("button", {
-      type: "button", class: "small edit-only", "data-testid": "reparse-button", text: "重新解析",
-      onclick: function () { reparse(id); },
-    }),
-    el("button", {
-      type: "button", class: "small ghost edit-only", "data-testid": "membership-button",
-      hidden: true,
-      onclick: function () { setMembership(id, tr.getAttribute("data-member") !== "1").then(loadDocs); },
-    }),
-    el("button", {
-      type: "button", class: "small danger edit-only", "data-testid": "delete-button", text: "删除",
-      onclick: function () { removeDoc(id); },
-    })
+    el("span", { class: "version muted", "data-testid": "doc-version" })
   );
   append(
     tr,
@@ -148,44 +126,103 @@ function buildRow(doc) {
     statusCell,
     // data-label: the column's name, shown beside the value when a narrow screen stacks a row
     el("td", { class: "num", "data-testid": "doc-chunks", "data-label": "分块" }),
-    el("td", { class: "num", "data-testid": "doc-version", "data-label": "版本" }),
-    el("td", { class: "time", "data-testid": "doc-updated", "data-label": "更新" }),
-    actions
+    el("td", { class: "colls" }, el("div", { class: "tags", "data-testid": "doc-collections" })),
+    el("td", { class: "time", "data-testid": "doc-updated" }),
+    el("td", { class: "actions" }, rowMenu(id, tr))
   );
   applyRowRole(tr);
   return tr;
 }
 
+/** The row's actions as a ⋯ menu (a popover: above the table, never clipped by its scroller). */
+function rowMenu(id, tr) {
+  var menuId = "doc-menu-" + ++menuSeq;
+  var button = el("button", {
+    type: "button", class: "ghost small menu-button", "data-testid": "doc-menu-button",
+    "aria-label": "文档操作", "aria-haspopup": "menu", title: "操作", text: "⋯",
+  });
+  var menu = el("div", { id: menuId, class: "row-menu", role: "menu", "data-testid": "doc-menu" });
+  function item(testid, text, action, extra) {
+    var b = el("button", Object.assign({
+      type: "button", role: "menuitem", class: "menu-item", "data-testid": testid, text: text,
+    }, extra || {}));
+    b.addEventListener("click", function () {
+      closeMenu(menu);
+      action();
+    });
+    menu.appendChild(b);
+    return b;
+  }
+  item("chunks-button", "查看分块", function () { openChunks(id); });
+  item("reparse-button", "重新解析", function () { reparse(id); }, { class: "menu-item edit-only" });
+  item("membership-button", "加入集合", function () {
+    setMembership(id, tr.getAttribute("data-member") !== "1").then(loadDocs);
+  }, { class: "menu-item edit-only", hidden: true });
+  item("delete-button", "删除", function () { removeDoc(id); }, { class: "menu-item danger edit-only" });
+  var popover = typeof menu.showPopover === "function";
+  if (popover) {
+    menu.setAttribute("popover", "auto");
+    button.setAttribute("popovertarget", menuId);
+    menu.addEventListener("toggle", function (e) {
+      button.setAttribute("aria-expanded", e.newState === "open" ? "true" : "false");
+      if (e.newState === "open") placeMenu(menu, button);
+    });
+  } else { // no popover: shown in place
+    menu.hidden = true;
+    button.addEventListener("click", function () { menu.hidden = !menu.hidden; });
+  }
+  return el("div", { class: "menu-wrap" }, button, menu);
+}
+
+function closeMenu(menu) {
+  if (typeof menu.hidePopover === "function" && menu.matches(":popover-open")) menu.hidePopover();
+  else if (typeof menu.showPopover !== "function") menu.hidden = true;
+}
+
+/** Under the ⋯ button, right-aligned with it; above it when there is no room below. */
+function placeMenu(menu, button) {
+  var r = button.getBoundingClientRect();
+  var h = menu.offsetHeight;
+  var below = r.bottom + 4 + h <= window.innerHeight;
+  menu.style.top = (below ? r.bottom + 4 : Math.max(4, r.top - 4 - h)) + "px";
+  menu.style.left = Math.max(4, r.right - menu.offsetWidth) + "px";
+}
+
 function updateRow(tr, doc) {
   var status = String(doc.status || "");
   tr.setAttribute("data-status", status);
-  tr.querySelector("[data-testid=doc-filename]").textContent = doc.filename || doc.doc_id;
-  tr.querySelector("[data-testid=doc-filename]").title = doc.filename || "";
-  var sub = [];
-  if (doc.title && doc.title !== doc.filename) sub.push(doc.title);
-  if (doc.doc_type) sub.push(doc.doc_type);
-  if (doc.size_bytes !== undefined) sub.push(fmtBytes(doc.size_bytes));
-  tr.querySelector("[data-testid=doc-sub]").textContent = sub.join(" · ");
+  var name = tr.querySelector("[data-testid=doc-filename]");
+  name.textContent = doc.filename || doc.doc_id;
+  // the size beside the name (it goes first when the name needs the room); all on hover
+  var size = doc.size_bytes !== undefined ? fmtBytes(doc.size_bytes) : "";
+  tr.querySelector("[data-testid=doc-sub]").textContent = size;
+  var about = [doc.filename || doc.doc_id];
+  if (doc.title && doc.title !== doc.filename) about.push("标题：" + doc.title);
+  about.push([doc.doc_type, size].filter(Boolean).join(" · "));
+  tr.querySelector("td.name").title = about.join("\n");
   renderMembership(tr, doc.collections || []);
 
   var badge = tr.querySelector("[data-testid=doc-status]");
   badge.textContent = STATUS_LABEL[status] || status;
   badge.className = "badge status-" + status.toLowerCase();
   if (ACTIVE[status]) badge.classList.add("pulse");
+  badge.title = status;
 
-  // FAILED: the document's error (or its last job's error) in full, readable.
+  // FAILED: the document's error (or its last job's error), one line; the whole on hover / click
   var errNode = tr.querySelector("[data-testid=doc-error-text]");
   var jobErr = doc.job && doc.job.status === "FAILED" ? doc.job.error : null;
   var errMsg = status === "FAILED" ? doc.error || jobErr || "（无错误信息）" : "";
   show(errNode, errMsg);
+  errNode.title = errMsg;
+  errNode.onclick = function () { errNode.classList.toggle("open"); };
 
   tr.querySelector("[data-testid=doc-chunks]").textContent =
     doc.chunk_count === undefined || doc.chunk_count === null ? "—" : String(doc.chunk_count);
   tr.querySelector("[data-testid=doc-version]").textContent =
-    doc.version === undefined || doc.version === null ? "—" : "v" + doc.version;
+    doc.version === undefined || doc.version === null ? "" : "v" + doc.version;
   var upd = tr.querySelector("[data-testid=doc-updated]");
-  upd.textContent = fmtTime(doc.updated_at);
-  upd.title = doc.updated_at ? String(doc.updated_at) : "";
+  upd.textContent = fmtShortTime(doc.updated_at);
+  upd.title = doc.updated_at ? fmtTime(doc.updated_at) : "";
 
   tr.querySelector("[data-testid=chunks-button]").disabled = !(doc.chunk_count > 0);
   var pick = tr.querySelector("[data-testid=doc-select]");
@@ -204,7 +241,6 @@ function renderMembership(tr, names) {
       "data-testid": "doc-collection", title: "集合 Collection", text: name,
     }));
   });
-  tags.hidden = !names.length;
   var member = !!state.collection && names.indexOf(state.collection) !== -1;
   tr.setAttribute("data-member", member ? "1" : "0");
   var button = tr.querySelector("[data-testid=membership-button]");
@@ -254,7 +290,7 @@ function reparse(id) {
       show($("doc-error"), "");
       return loadDocs();
     },
-    function (err) { show($("doc-error"), "重新解析失败：" + errText(err)); }
+    function (err) { showError($("doc-error"), "重新解析失败：", err); }
   );
 }
 
@@ -271,74 +307,11 @@ function removeDoc(id) {
       loadCollections(); // their counts
       return loadDocs();
     },
-    function (err) { show($("doc-error"), "删除失败：" + errText(err)); }
+    function (err) { showError($("doc-error"), "删除失败：", err); }
   );
 }
 
-// ---------------------------------------------------------------- upload
-
-function uploadFiles(fileList) {
-  var files = Array.prototype.slice.call(fileList || []);
-  if (!files.length) return;
-  if (!canEdit()) {
-    addUploadError(state.me ? "上传需要 editor 角色（当前为 reader）。" : "请先保存有效的 API key。");
-    return;
-  }
-  var accepted = [];
-  var into = state.collection; // the collection chosen when the upload began
-  var path = "/api/documents" + (into ? "?collection=" + encodeURIComponent(into) : "");
-  var where = into ? "到集合「" + into + "」" : "";
-  var whereOne = where ? " " + where : "";
-  var chain = Promise.resolve();
-  files.forEach(function (file) {
-    chain = chain.then(function () {
-      $("upload-status").textContent = "上传中：" + file.name + "…";
-      var form = new FormData();
-      form.append("file", file, file.name);
-      return api(path, { method: "POST", form: form }).then(
-        function (res) {
-          accepted.push(res.filename || file.name);
-          $("upload-status").textContent = "已上传 " + (res.filename || file.name) + whereOne +
-            "（job " + res.job_id + "），解析进度见下方列表";
-        },
-        function (err) {
-          addUploadError(uploadErrorText(file.name, err), err.body && err.body.doc_id);
-        }
-      );
-    });
-  });
-  return chain.then(function () {
-    $("upload-input").value = "";
-    if (accepted.length > 1) {
-      $("upload-status").textContent = "已上传 " + accepted.length + " 个文件" + where + "：" +
-        accepted.join("、") + "，解析进度见下方列表";
-    } else if (!accepted.length) {
-      $("upload-status").textContent = "";
-    }
-    if (into && accepted.length) loadCollections(); // its count
-    return loadDocs();
-  });
-}
-
-// Upload errors stay until dismissed (each its own line with a close button): the next upload
-// does not wipe out what went wrong with the last one.
-function addUploadError(text, docId) {
-  var box = $("upload-error");
-  var close = el("button", {
-    type: "button", class: "ghost small", "data-testid": "upload-error-dismiss",
-    title: "关闭", "aria-label": "关闭这条错误", text: "×",
-  });
-  var item = el("div", { class: "upload-error-item", "data-testid": "upload-error-item" },
-    el("span", { text: text }), close);
-  if (docId) item.setAttribute("data-doc-id", docId);
-  close.addEventListener("click", function () {
-    item.remove();
-    box.hidden = !box.children.length;
-  });
-  box.appendChild(item);
-  box.hidden = false;
-}
-
+/** Take away the upload errors about document `docId` (it was deleted). */
 function dropUploadErrors(docId) {
   var box = $("upload-error");
   Array.prototype.slice.call(box.children).forEach(function (item) {
@@ -347,69 +320,15 @@ function dropUploadErrors(docId) {
   box.hidden = !box.children.length;
 }
 
-function uploadErrorText(name, err) {
-  var prefix = "「" + name + "」上传失败";
-  switch (err.status) {
-    case 409: {
-      var existing = err.body && err.body.doc_id;
-      if (existing) flashRow(existing);
-      return prefix + "（409 重复文件）：" + err.detail + (existing ? "（已有文档 doc_id: " + existing + "）" : "") +
-        (state.collection ? "。要把它放进「" + state.collection + "」：勾选“显示全部文档”，点它的“加入集合”。" : "");
-    }
-    case 413:
-      return prefix + "（413 文件过大）：" + err.detail;
-    case 415:
-      return prefix + "（415 不支持的类型）：" + err.detail;
-    default:
-      return prefix + "：" + errText(err);
-  }
-}
-
+/** The row of document `id` scrolled into view and flashed; its file name (null: not listed). */
 function flashRow(id) {
   var tr = state.rows[id];
-  if (!tr) return;
+  if (!tr) return null;
   tr.classList.remove("flash");
   void tr.offsetWidth; // restart the animation
   tr.classList.add("flash");
   tr.scrollIntoView({ block: "nearest" });
+  return tr.querySelector("[data-testid=doc-filename]").textContent;
 }
 
-function setupDropzone() {
-  var dz = $("dropzone");
-  var input = $("upload-input");
-  var depth = 0;
-  dz.addEventListener("click", function (e) {
-    if (e.target.tagName === "LABEL") return; // label already opens the picker
-    if (!input.disabled) input.click();
-  });
-  dz.addEventListener("keydown", function (e) {
-    if ((e.key === "Enter" || e.key === " ") && !input.disabled) {
-      e.preventDefault();
-      input.click();
-    }
-  });
-  input.addEventListener("change", function () { uploadFiles(input.files); });
-  ["dragenter", "dragover"].forEach(function (type) {
-    dz.addEventListener(type, function (e) {
-      e.preventDefault();
-      if (type === "dragenter") depth++;
-      dz.classList.add("over");
-      if (e.dataTransfer) e.dataTransfer.dropEffect = canEdit() ? "copy" : "none";
-    });
-  });
-  dz.addEventListener("dragleave", function () {
-    depth = Math.max(0, depth - 1);
-    if (!depth) dz.classList.remove("over");
-  });
-  dz.addEventListener("drop", function (e) {
-    e.preventDefault();
-    depth = 0;
-    dz.classList.remove("over");
-    if (e.dataTransfer) uploadFiles(e.dataTransfer.files);
-  });
-  // A file dropped elsewhere on the page must not navigate away from it.
-  window.addEventListener("dragover", function (e) { e.preventDefault(); });
-  window.addEventListener("drop", function (e) { e.preventDefault(); });
-}
-
-export { loadDocs, renderDocs, clearSelected, selectedNames, setupDropzone };
+export { loadDocs, renderDocs, clearSelected, selectedNames, dropUploadErrors, flashRow };

@@ -61,6 +61,34 @@ function fmtTime(value) {
   );
 }
 
+/** A short local time for a list: 今天 16:30, 昨天 16:30, 5月1日 16:30, 2023-05-01 (another
+ * year); `value`: a server time (as fmtTime) or epoch seconds; `now`: for tests. */
+function fmtShortTime(value, now) {
+  if (value === null || value === undefined || value === "") return "—";
+  var d;
+  if (typeof value === "number") d = new Date(value * 1000);
+  else {
+    var raw = String(value);
+    if (/^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(raw) && !/(Z|[+-]\d\d:?\d\d)$/i.test(raw)) raw += "Z";
+    d = new Date(raw);
+  }
+  if (isNaN(d.getTime())) return String(value);
+  function p(n) { return (n < 10 ? "0" : "") + n; }
+  var today = now ? new Date(now) : new Date();
+  var clock = p(d.getHours()) + ":" + p(d.getMinutes());
+  function sameDay(a, b) {
+    return a.getFullYear() === b.getFullYear() && a.getMonth() === b.getMonth() &&
+      a.getDate() === b.getDate();
+  }
+  if (sameDay(d, today)) return "今天 " + clock;
+  var yesterday = new Date(today.getFullYear(), today.getMonth(), today.getDate() - 1);
+  if (sameDay(d, yesterday)) return "昨天 " + clock;
+  if (d.getFullYear() === today.getFullYear()) {
+    return (d.getMonth() + 1) + "月" + d.getDate() + "日 " + clock;
+  }
+  return d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate());
+}
+
 function fmtBytes(n) {
   if (typeof n !== "number") return "";
   if (n < 1024) return n + "\u00a0B";
@@ -108,4 +136,4 @@ function fmtProb(v) {
   return isNaN(n) ? String(v) : String(Number(n.toPrecision(3)));
 }
 
-export { $, el, append, clear, show, fmtTime, fmtBytes, fmtScore, fmtProb, hasBlockType, pathNode };
+export { $, el, append, clear, show, fmtTime, fmtShortTime, fmtBytes, fmtScore, fmtProb, hasBlockType, pathNode };

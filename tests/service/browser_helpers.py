@@ -1,16 +1,21 @@
-"""Helpers for the browser test: a live uvicorn server in a thread, headless Chromium, page watch.
+"""Helpers for the browser tests: a live uvicorn server in a thread (the real app on a temporary
+KB with an editor and a reader key), headless Chromium, page watch, screenshots, uploads.
 
 Chromium is Debian's (/usr/bin/chromium, `make browser-deps`); Playwright only drives it (never
-`playwright install`: the machine is offline).
+`playwright install`: the machine is offline). Nothing here imports Playwright at import time.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import socket
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,3 +121,127 @@ def launch_chromium(playwright: Any) -> Any:
     return playwright.chromium.launch(
         executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
     )
+
+
+INGEST_TIMEOUT_MS = 120_000
+UI_TIMEOUT_MS = 20_000
+
+
+@dataclass
+class Live:
+    url: str
+    editor_key: str
+    reader_key: str
+    docs_dir: Path
+    kb: Any  # the app's KnowledgeBase (a key limited to some collections is made with its ledger)
+
+    @property
+    def editor(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.editor_key}"}
+
+
+@contextmanager
+def live_app(root: Path, embed_model: Any) -> Iterator[Live]:
+    """The real app (temporary KB under ``root``, in-app ingestion workers) on
+    127.0.0.1:<free port>, with an editor and a reader key of tenant ``acme``."""
+    import pytest
+
+    from rag_app.config import Settings
+    from rag_app.kb import KnowledgeBase
+    from rag_app.service.app import create_app
+    from rag_app.service.auth import create_key
+
+    # module scope runs before the autouse RAG_* cleaner: keep the developer's shell out here too
+    with pytest.MonkeyPatch.context() as env:
+        for name in [n for n in os.environ if n.startswith("RAG_")]:
+            env.delenv(name)
+        settings = Settings(kb_dir=root / "kb")
+    kb = KnowledgeBase(settings, embed_model=embed_model)
+    app = create_app(settings, kb=kb)
+    editor_key = create_key(kb.ledger, "acme", "editor", "browser test editor")
+    reader_key = create_key(kb.ledger, "acme", "reader", "browser test reader")
+    docs_dir = root / "docs"
+    docs_dir.mkdir()
+    server = LiveServer(app).start()
+    try:
+        yield Live(server.url, editor_key, reader_key, docs_dir, kb)
+    finally:
+        server.stop()
+        kb.close()
+
+
+def sized_page(browser: Any, width: int, height: int) -> tuple[Any, Any]:
+    """A new context (zh-CN, Asia/Shanghai) and page of that viewport."""
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, locale="zh-CN", timezone_id="Asia/Shanghai"
+    )
+    page = context.new_page()
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    return context, page
+
+
+class Shots:
+    """page.screenshot into ``directory`` as 01-<step>.png, 02-<step>.png, ...; a step given a
+    ``doc`` name is also written to ``doc_dir``/<doc>.png when one is given."""
+
+    def __init__(self, page: Any, directory: Path, doc_dir: Path | None = None) -> None:
+        self.page, self.directory, self.doc_dir, self.count = page, directory, doc_dir, 0
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, step: str, full_page: bool = False, doc: str | None = None) -> Path:
+        self.count += 1
+        path = self.directory / f"{self.count:02d}-{step}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        if doc and self.doc_dir is not None:
+            self.doc_dir.mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(self.doc_dir / f"{doc}.png"), full_page=full_page)
+        return path
+
+
+def save_key(page: Any, key: str) -> None:
+    page.get_by_test_id("api-key-input").fill(key)
+    page.get_by_test_id("api-key-save").click()
+
+
+def upload(live: Live, name: str, text: str | bytes, collection: str | None = None) -> str:
+    """A file uploaded over HTTP by the editor: its document id."""
+    import httpx
+
+    data = text.encode() if isinstance(text, str) else text
+    response = httpx.post(
+        f"{live.url}/api/documents",
+        params={"collection": collection} if collection else None,
+        files={"file": (name, data)},
+        headers=live.editor,
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    return str(response.json()["doc_id"])
+
+
+def delete(live: Live, doc_id: str) -> None:
+    import httpx
+
+    httpx.delete(f"{live.url}/api/documents/{doc_id}", headers=live.editor, timeout=30)
+
+
+def api_get(live: Live, path: str, key: str) -> Any:
+    request = urllib.request.Request(live.url + path, headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def row_action(row: Any, testid: str) -> Any:
+    """The ⋯ menu of a document row opened: its item ``testid`` (chunks-button, reparse-button,
+    membership-button, delete-button), visible, to click or check."""
+    from playwright.sync_api import expect
+
+    row.get_by_test_id("doc-menu-button").click()
+    item = row.get_by_test_id(testid)
+    expect(item).to_be_visible()
+    return item
+
+
+def close_menu(page: Any) -> None:
+    """Close an open ⋯ menu (Escape: a popover's light dismiss)."""
+    page.keyboard.press("Escape")

@@ -14,15 +14,28 @@ import importlib.util
 import json
 import os
 import re
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.service.browser_helpers import CHROMIUM, LiveServer, PageWatch, launch_chromium
+from tests.service.browser_helpers import (
+    CHROMIUM,
+    INGEST_TIMEOUT_MS,
+    UI_TIMEOUT_MS,
+    Live,
+    PageWatch,
+    Shots,
+    api_get,
+    delete,
+    launch_chromium,
+    live_app,
+    row_action,
+    save_key,
+    sized_page,
+    upload,
+)
 
 if not CHROMIUM.exists():
     pytest.skip(
@@ -61,45 +74,12 @@ POLICY_MD = """# 差旅管理办法
 SCREENSHOTS = os.environ.get("RAG_SCREENSHOTS") == "1"
 DOC_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
-INGEST_TIMEOUT_MS = 120_000
-UI_TIMEOUT_MS = 20_000
-
-
-@dataclass
-class Live:
-    url: str
-    editor_key: str
-    reader_key: str
-    docs_dir: Path
-    kb: Any  # the app's KnowledgeBase (a key limited to some collections is made with its ledger)
-
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory, embed_model: Any) -> Iterator[Live]:
     """The real app (temporary KB, in-app ingestion workers) on 127.0.0.1:<free port>."""
-    from rag_app.config import Settings
-    from rag_app.kb import KnowledgeBase
-    from rag_app.service.app import create_app
-    from rag_app.service.auth import create_key
-
-    root = tmp_path_factory.mktemp("browser")
-    # module scope runs before the autouse RAG_* cleaner: keep the developer's shell out here too
-    with pytest.MonkeyPatch.context() as env:
-        for name in [n for n in os.environ if n.startswith("RAG_")]:
-            env.delenv(name)
-        settings = Settings(kb_dir=root / "kb")
-    kb = KnowledgeBase(settings, embed_model=embed_model)
-    app = create_app(settings, kb=kb)
-    editor_key = create_key(kb.ledger, "acme", "editor", "browser test editor")
-    reader_key = create_key(kb.ledger, "acme", "reader", "browser test reader")
-    docs_dir = root / "docs"
-    docs_dir.mkdir()
-    server = LiveServer(app).start()
-    try:
-        yield Live(server.url, editor_key, reader_key, docs_dir, kb)
-    finally:
-        server.stop()
-        kb.close()
+    with live_app(tmp_path_factory.mktemp("browser"), embed_model) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -125,21 +105,10 @@ def page(browser: Any) -> Iterator[Any]:
         context.close()
 
 
-class Shots:
-    """page.screenshot into tmp_path as 01-<step>.png, 02-<step>.png, ...; a step given a
-    ``doc`` name is also written to docs/img/<doc>.png when RAG_SCREENSHOTS=1."""
-
-    def __init__(self, page: Any, directory: Path) -> None:
-        self.page, self.directory, self.count = page, directory, 0
-
-    def __call__(self, step: str, full_page: bool = False, doc: str | None = None) -> Path:
-        self.count += 1
-        path = self.directory / f"{self.count:02d}-{step}.png"
-        self.page.screenshot(path=str(path), full_page=full_page)
-        if doc and SCREENSHOTS:
-            DOC_IMG.mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=str(DOC_IMG / f"{doc}.png"), full_page=full_page)
-        return path
+def shots(page: Any, directory: Path) -> Shots:
+    """Screenshots into the test's tmp_path; a step given a ``doc`` name also into docs/img/
+    when RAG_SCREENSHOTS=1."""
+    return Shots(page, directory, DOC_IMG if SCREENSHOTS else None)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -152,11 +121,6 @@ def _cjk_font_for_screenshots() -> None:
     fonts = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, check=False)
     if not fonts.stdout.strip():
         pytest.fail("RAG_SCREENSHOTS=1 needs a CJK font: run `make ocr-deps` (fonts-wqy-zenhei)")
-
-
-def _save_key(page: Any, key: str) -> None:
-    page.get_by_test_id("api-key-input").fill(key)
-    page.get_by_test_id("api-key-save").click()
 
 
 def _drop_file(page: Any, name: str, text: str) -> None:
@@ -174,15 +138,9 @@ def _drop_file(page: Any, name: str, text: str) -> None:
         dropzone.dispatch_event(event, {"dataTransfer": data_transfer})
 
 
-def _api(live: Live, path: str, key: str) -> Any:
-    request = urllib.request.Request(live.url + path, headers={"Authorization": f"Bearer {key}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
-
-
 def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path) -> None:
     watch = PageWatch().attach(page)
-    shot = Shots(page, tmp_path)
+    shot = shots(page, tmp_path)
     policy = live.docs_dir / FILENAME
     policy.write_text(POLICY_MD, encoding="utf-8")
 
@@ -190,7 +148,7 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     page.goto(live.url + "/")
     expect(page.get_by_test_id("api-key-input")).to_be_visible()
     shot("opened")
-    _save_key(page, live.editor_key)
+    save_key(page, live.editor_key)
     whoami = page.get_by_test_id("whoami")
     expect(whoami).to_contain_text("acme")
     expect(whoami).to_contain_text("editor")
@@ -204,18 +162,18 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     expect(row).to_have_attribute("data-status", re.compile("PENDING|PROCESSING|SUCCESS"))
     shot("uploaded")
     expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
-    expect(row.get_by_test_id("doc-status")).to_contain_text("SUCCESS")
+    expect(row.get_by_test_id("doc-status")).to_have_text("完成")
     shot("documents", doc="documents")
     doc_id = row.get_attribute("data-doc-id")
     assert doc_id
-    doc = _api(live, f"/api/documents/{doc_id}", live.editor_key)
+    doc = api_get(live, f"/api/documents/{doc_id}", live.editor_key)
     assert doc["chunk_count"] > 0
     expect(row.get_by_test_id("doc-chunks")).to_have_text(str(doc["chunk_count"]))
     expect(row.get_by_test_id("doc-version")).to_have_text(f"v{doc['version']}")
     shot("ingested")
 
-    # 3. chunk viewer: every chunk of the document, with heading paths and spans
-    row.get_by_test_id("chunks-button").click()
+    # 3. chunk viewer (the row's ⋯ menu): every chunk of the document, heading paths, spans
+    row_action(row, "chunks-button").click()
     items = page.get_by_test_id("chunk-item")
     expect(items).to_have_count(doc["chunk_count"])
     paths = page.get_by_test_id("chunk-path").all_inner_texts()
@@ -231,6 +189,8 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     texts = "".join(page.get_by_test_id("chunk-text").all_inner_texts())
     assert "| ---" not in texts and "## " not in texts, texts
     shot("chunks", full_page=True, doc="chunks")
+    page.get_by_test_id("chunk-close").click()  # back to the document list
+    expect(row).to_be_visible()
 
     # 4. ask: the answer has 600 and a clickable [n] marker
     page.get_by_test_id("ask-input").fill("一线城市住宿标准是多少？")
@@ -239,8 +199,11 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     expect(answer).to_contain_text("600", timeout=INGEST_TIMEOUT_MS)  # the first ask loads models
     markers = answer.get_by_test_id("citation-marker")
     expect(markers.first).to_be_visible()
-    expect(page.get_by_test_id("timings")).to_contain_text("ms")
-    expect(page.get_by_test_id("timings")).to_contain_text("gate threshold 0.")
+    timings = page.get_by_test_id("timings")
+    expect(timings).to_be_hidden()  # diagnostics behind 详情
+    page.get_by_test_id("diagnostics-toggle").click()
+    expect(timings).to_contain_text("ms")
+    expect(timings).to_contain_text("门限 0.")
     shot("answered", doc="answer")
 
     # 5. the marker opens the citation popup: filename, heading path, the chunk text with the
@@ -303,22 +266,26 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     expect(popup).to_be_hidden()
 
     # 6. the same content again, dropped on the drop zone: a 409 naming the existing document
-    _drop_file(page, FILENAME, POLICY_MD)
+    # by its file name (not its id), in Chinese, the server's words in small type
+    _drop_file(page, "副本.md", POLICY_MD)
     upload_error = page.get_by_test_id("upload-error")
     expect(upload_error).to_be_visible()
-    expect(upload_error).to_contain_text("409")
-    expect(upload_error).to_contain_text(doc_id)
+    expect(upload_error.locator(".err-main")).to_have_text(
+        f"「副本.md」上传失败：相同内容已经上传过，见文档「{FILENAME}」。"
+    )
+    expect(upload_error.get_by_test_id("err-detail")).to_contain_text("HTTP 409")
+    expect(upload_error).not_to_contain_text(doc_id)
     shot("duplicate")
 
     # 7. reparse: back through the queue to SUCCESS with a new version
-    row.get_by_test_id("reparse-button").click()
+    row_action(row, "reparse-button").click()
     next_version = f"v{doc['version'] + 1}"
     expect(row.get_by_test_id("doc-version")).to_have_text(next_version, timeout=INGEST_TIMEOUT_MS)
     expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
     shot("reparsed")
 
     # 8. delete (after confirm()): the row goes away
-    row.get_by_test_id("delete-button").click()
+    row_action(row, "delete-button").click()
     expect(row).to_have_count(0)
     assert any(FILENAME in d for d in watch.dialogs), watch.dialogs
     shot("deleted")
@@ -326,62 +293,31 @@ def test_upload_ingest_chunks_ask_and_cite(live: Live, page: Any, tmp_path: Path
     watch.assert_clean(expected_statuses=(409,))
 
 
-def _upload(live: Live, name: str, text: str) -> str:
-    """A file uploaded over HTTP by the editor: its document id."""
-    import httpx
-
-    response = httpx.post(
-        f"{live.url}/api/documents",
-        files={"file": (name, text.encode())},
-        headers={"Authorization": f"Bearer {live.editor_key}"},
-        timeout=30,
-    )
-    assert response.status_code == 202, response.text
-    return str(response.json()["doc_id"])
-
-
 def _upload_wide_policy(live: Live) -> str:
     """The policy under a long file name (it widens the table)."""
-    return _upload(live, "一个相当长的文件名用来把表格撑宽的差旅管理办法.md", POLICY_MD)
+    return upload(live, "一个相当长的文件名用来把表格撑宽的差旅管理办法.md", POLICY_MD)
 
 
 def _ingested_row(page: Any, live: Live, doc_id: str) -> Any:
     """Open the UI with the editor's key and wait for the document's row to reach SUCCESS."""
     page.goto(live.url + "/")
-    _save_key(page, live.editor_key)
+    save_key(page, live.editor_key)
     row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
     expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
     return row
-
-
-def _delete(live: Live, doc_id: str) -> None:
-    import httpx
-
-    httpx.delete(
-        f"{live.url}/api/documents/{doc_id}",
-        headers={"Authorization": f"Bearer {live.editor_key}"},
-        timeout=30,
-    )
-
-
-def _sized_page(browser: Any, width: int, height: int) -> tuple[Any, Any]:
-    context = browser.new_context(
-        viewport={"width": width, "height": height}, locale="zh-CN", timezone_id="Asia/Shanghai"
-    )
-    page = context.new_page()
-    page.set_default_timeout(UI_TIMEOUT_MS)
-    return context, page
 
 
 def test_narrow_screen_keeps_every_documents_actions_in_view(live: Live, browser: Any) -> None:
     """At 420 px (a phone) a document row stacks: its action buttons stay on screen, usable."""
 
     doc_id = _upload_wide_policy(live)
-    context, page = _sized_page(browser, 420, 860)
+    context, page = sized_page(browser, 420, 860)
     watch = PageWatch().attach(page)
     try:
         row = _ingested_row(page, live, doc_id)
         row.scroll_into_view_if_needed()
+        expect(row.get_by_test_id("doc-menu-button")).to_be_in_viewport(ratio=1)
+        row_action(row, "chunks-button")
         for testid in ("chunks-button", "reparse-button", "delete-button"):
             button = row.get_by_test_id(testid)
             expect(button).to_be_in_viewport(ratio=1)  # not clipped by the table's scroller
@@ -395,7 +331,7 @@ def test_narrow_screen_keeps_every_documents_actions_in_view(live: Live, browser
         expect(page.get_by_test_id("chunk-item").first).to_be_visible()
         watch.assert_clean()
     finally:
-        _delete(live, doc_id)
+        delete(live, doc_id)
         context.close()
 
 
@@ -424,10 +360,10 @@ def test_markdown_is_rendered_as_nodes_never_as_html(live: Live, page: Any) -> N
     assert response.status_code == 202, response.text
     doc_id = response.json()["doc_id"]
     page.goto(live.url + "/")
-    _save_key(page, live.editor_key)
+    save_key(page, live.editor_key)
     row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
     expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
-    row.get_by_test_id("chunks-button").click()
+    row_action(row, "chunks-button").click()
     chunks = page.get_by_test_id("chunk-list")
     expect(chunks).to_contain_text('<img src=x onerror="window.__pwned=1">')
     expect(chunks).to_contain_text("<script>window.__pwned=2</script>")
@@ -453,7 +389,7 @@ def test_reader_and_bad_keys(live: Live, page: Any, tmp_path: Path) -> None:
     import httpx
 
     watch = PageWatch().attach(page)
-    shot = Shots(page, tmp_path)
+    shot = shots(page, tmp_path)
     # a document of the tenant, uploaded by the editor over HTTP
     response = httpx.post(
         f"{live.url}/api/documents",
@@ -471,7 +407,7 @@ def test_reader_and_bad_keys(live: Live, page: Any, tmp_path: Path) -> None:
     page.goto(live.url + "/")
 
     # an unknown key: clear 401 text, no identity
-    _save_key(page, "rk_nope_notakey")
+    save_key(page, "rk_nope_notakey")
     auth_error = page.get_by_test_id("auth-error")
     expect(auth_error).to_be_visible()
     expect(auth_error).to_contain_text("401")
@@ -479,14 +415,14 @@ def test_reader_and_bad_keys(live: Live, page: Any, tmp_path: Path) -> None:
     shot("bad-key")
 
     # a reader: may ask and browse, upload / reparse / delete disabled
-    _save_key(page, live.reader_key)
+    save_key(page, live.reader_key)
     expect(page.get_by_test_id("whoami")).to_contain_text("reader")
     expect(auth_error).to_be_hidden()
     expect(page.get_by_test_id("upload-input")).to_be_disabled()
     expect(page.get_by_test_id("dropzone")).to_have_attribute("aria-disabled", "true")
     row = page.locator(f"[data-testid=doc-row][data-doc-id='{doc_id}']")
     expect(row).to_have_attribute("data-status", "SUCCESS", timeout=INGEST_TIMEOUT_MS)
-    expect(row.get_by_test_id("chunks-button")).to_be_enabled()
+    expect(row_action(row, "chunks-button")).to_be_enabled()
     expect(row.get_by_test_id("reparse-button")).to_be_disabled()
     expect(row.get_by_test_id("delete-button")).to_be_disabled()
     shot("reader")
@@ -512,7 +448,7 @@ def test_document_filter_limits_the_question_to_the_chosen_documents(
     import httpx
 
     watch = PageWatch().attach(page)
-    shot = Shots(page, tmp_path)
+    shot = shots(page, tmp_path)
     headers = {"Authorization": f"Bearer {live.editor_key}"}
     ids: dict[str, str] = {}
     for name, text in (("年假规定.md", LEAVE_MD), ("报销流程.md", CLAIM_MD)):
@@ -526,7 +462,7 @@ def test_document_filter_limits_the_question_to_the_chosen_documents(
         ids[name] = response.json()["doc_id"]
     try:
         page.goto(live.url + "/")
-        _save_key(page, live.editor_key)
+        save_key(page, live.editor_key)
         rows = {
             n: page.locator(f"[data-testid=doc-row][data-doc-id='{i}']") for n, i in ids.items()
         }
@@ -565,6 +501,8 @@ def test_document_filter_limits_the_question_to_the_chosen_documents(
         expect(doc_filter).to_be_hidden()
         rows["年假规定.md"].get_by_test_id("doc-select").check()
         expect(page.get_by_test_id("doc-filter-names")).to_have_text("年假规定.md")
+        expect(page.get_by_test_id("ask-input")).to_have_value("")  # sent: the box emptied
+        page.get_by_test_id("ask-input").fill(question)
         page.get_by_test_id("ask-button").click()
         expect(scope).to_have_text("仅限选中的文档 (1)：年假规定.md")
         expect(answer).to_contain_text("12")
@@ -580,6 +518,7 @@ def test_document_filter_limits_the_question_to_the_chosen_documents(
         expect(doc_filter).to_be_hidden()
         for row in rows.values():
             expect(row.get_by_test_id("doc-select")).not_to_be_checked()
+        page.get_by_test_id("ask-input").fill(question)
         page.get_by_test_id("ask-button").click()
         expect(scope).to_be_hidden()
         expect(answer).to_contain_text("12")
@@ -598,7 +537,7 @@ def test_beside_the_ask_panel_every_documents_action_is_in_view(
     actions stay in view without scrolling the table sideways."""
 
     doc_id = _upload_wide_policy(live)
-    context, page = _sized_page(browser, width, 900)
+    context, page = sized_page(browser, width, 900)
     try:
         row = _ingested_row(page, live, doc_id)
         wrap = page.locator(".table-wrap")
@@ -607,16 +546,18 @@ def test_beside_the_ask_panel_every_documents_action_is_in_view(
         assert wrap.evaluate("w => w.scrollWidth <= w.clientWidth + 1"), (
             "the table scrolls sideways"
         )
+        menu = row.get_by_test_id("doc-menu-button")
+        expect(menu).to_be_in_viewport(ratio=1)
+        b = menu.bounding_box()
+        assert b and b["x"] + b["width"] <= box["x"] + box["width"] + 1, (b, box)
+        row_action(row, "chunks-button")
         for testid in ("chunks-button", "reparse-button", "delete-button"):
-            button = row.get_by_test_id(testid)
-            expect(button).to_be_in_viewport(ratio=1)
-            b = button.bounding_box()
-            assert b and b["x"] + b["width"] <= box["x"] + box["width"] + 1, (testid, b, box)
+            expect(row.get_by_test_id(testid)).to_be_in_viewport(ratio=1)
         if SCREENSHOTS:
             DOC_IMG.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(DOC_IMG / f"desktop-{width}.png"))
     finally:
-        _delete(live, doc_id)
+        delete(live, doc_id)
         context.close()
 
 
@@ -626,15 +567,15 @@ def test_a_rejected_key_is_not_an_empty_kb_and_upload_errors_stay(
     """A 401 key shows why the list is missing, not "暂无文档"; each failed upload keeps its own
     line until it is dismissed, the next upload's error joins it."""
     watch = PageWatch().attach(page)
-    shot = Shots(page, tmp_path)
+    shot = shots(page, tmp_path)
     page.goto(live.url + "/")
-    _save_key(page, "rk_nope_notakey")
+    save_key(page, "rk_nope_notakey")
     expect(page.get_by_test_id("auth-error")).to_contain_text("401")
     expect(page.get_by_test_id("doc-error")).to_contain_text("401")
     expect(page.get_by_test_id("doc-empty")).to_be_hidden()
     shot("rejected-key")
 
-    _save_key(page, live.editor_key)
+    save_key(page, live.editor_key)
     expect(page.get_by_test_id("doc-error")).to_be_hidden()
     empty = tmp_path / "空文件.md"
     empty.write_bytes(b"")
@@ -668,7 +609,7 @@ def test_a_cited_row_of_merged_evidence_opens_in_its_own_chunk(live: Live, page:
     )
     table = f"# 保费表\n\n## 年交保费\n\n| 投保年龄 | 男性保费 | 女性保费 | 说明 |\n| --- | --- | --- | --- |\n{rows}\n"
     headers = {"Authorization": f"Bearer {live.editor_key}"}
-    doc_id = _upload(live, "保费表.md", table)
+    doc_id = upload(live, "保费表.md", table)
     watch = PageWatch().attach(page)
     try:
         _ingested_row(page, live, doc_id)
@@ -699,7 +640,7 @@ def test_a_cited_row_of_merged_evidence_opens_in_its_own_chunk(live: Live, page:
             page.screenshot(path=str(DOC_IMG / "citation-merged.png"))
         watch.assert_clean()
     finally:
-        _delete(live, doc_id)
+        delete(live, doc_id)
 
 
 STOCK_MD = """# 库存明细
@@ -717,8 +658,8 @@ def test_a_conversation_with_follow_ups_and_a_thumbs_down(
     """Three turns, the second and third follow-ups completed from the previous one and shown
     as understood, earlier turns kept above the question; a 👎 with a comment reaches
     /api/feedback with the resolved question; 新对话 starts over (issue 55)."""
-    shot = Shots(page, tmp_path)
-    doc_id = _upload(live, "库存明细.md", STOCK_MD)
+    shot = shots(page, tmp_path)
+    doc_id = upload(live, "库存明细.md", STOCK_MD)
     _ingested_row(page, live, doc_id)
     answer = page.get_by_test_id("answer")
     resolved = page.get_by_test_id("answer-resolved")
@@ -744,7 +685,7 @@ def test_a_conversation_with_follow_ups_and_a_thumbs_down(
     page.get_by_test_id("feedback-down").click()
     expect(page.get_by_test_id("feedback-status")).to_contain_text("已记录")
     shot("conversation", full_page=True, doc="conversation")
-    records = _api(live, "/api/feedback?rating=down", live.editor_key)["feedback"]
+    records = api_get(live, "/api/feedback?rating=down", live.editor_key)["feedback"]
     (record,) = [r for r in records if r["comment"] == "应同时给出规格"]  # other tests' 👎 too
     assert record["resolved_question"] == "SKU-1024的名称是什么？"
     assert record["question"] == "它的名称是什么？" and record["comment"] == "应同时给出规格"
@@ -770,7 +711,7 @@ def test_a_conversation_with_follow_ups_and_a_thumbs_down(
     # reopened after a reload from 历史对话: its turns and last answer; the next question goes on
     page.reload()
     history = page.get_by_test_id("chat-history")
-    ours = history.locator("option", has_text="SKU-1023的库存是多少？ · 3 轮")
+    ours = history.locator("option", has_text=re.compile(r"^SKU-1023的库存是多少？ · .* · 3 轮$"))
     expect(ours).to_have_count(1)  # (other tests of this server asked too)
     value = ours.get_attribute("value")
     history.select_option(value)
@@ -781,7 +722,7 @@ def test_a_conversation_with_follow_ups_and_a_thumbs_down(
     expect(resolved).to_have_text("理解为：SKU-1023的名称是什么？", timeout=INGEST_TIMEOUT_MS)
     expect(answer).to_contain_text("螺丝")
     shot("conversation-reopened", full_page=True)
-    _delete(live, doc_id)
+    delete(live, doc_id)
 
 
 PROBATION_HR_MD = (
@@ -820,47 +761,57 @@ def test_collections_scope_the_question_the_list_uploads_and_recent_thumbs_down(
     hr_doc = response.json()["doc_id"]
     vendor_doc = ""
 
-    context, page = _sized_page(browser, 1280, 900)
-    watch = PageWatch()  # its own dialog handler: the 新建集合 prompt gets a name typed in
-    page.on("pageerror", lambda exc: watch.page_errors.append(str(exc)))
-    page.on(
-        "console",
-        lambda msg: watch.console_errors.append(msg.text) if msg.type == "error" else None,
-    )
-    typed = iter([hr, "坏/名字", vendor])
-    page.on("dialog", lambda dialog: dialog.accept(next(typed)))
+    context, page = sized_page(browser, 1280, 900)
+    watch = PageWatch().attach(page)
     requests: list[Any] = []
     page.on(
         "request",
         lambda r: requests.append(r.post_data_json) if r.url.endswith("/api/chat") else None,
     )
-    shot = Shots(page, tmp_path)
+    shot = shots(page, tmp_path)
     try:
         page.goto(live.url + "/")
-        _save_key(page, live.editor_key)
+        save_key(page, live.editor_key)
         select = page.get_by_test_id("collection-select")
         expect(select.locator("option", has_text=f"{hr} (1)")).to_have_count(1)
         expect(select).to_have_value("")  # 全部文档
         expect(page.get_by_test_id("collection-note")).to_contain_text("新对话")
         expect(page.get_by_test_id("recent-down")).to_be_visible()  # an editor key
 
-        # 新建集合: a taken name (409) and a bad one (422) inline, then a new one, chosen
-        error = page.get_by_test_id("collection-error")
+        # 新建集合 (a <dialog>, not the browser's prompt()): a taken name (409) and a bad one
+        # (422) said in the dialog, in Chinese, which stays open; then a new one, chosen
+        dialog = page.get_by_test_id("collection-dialog")
+        name_box = page.get_by_test_id("collection-name")
+        error = page.get_by_test_id("collection-dialog-error")
         page.get_by_test_id("collection-new").click()
-        expect(error).to_contain_text("409")
-        expect(error).to_contain_text(hr)
-        page.get_by_test_id("collection-new").click()
-        expect(error).to_contain_text("422")
-        page.get_by_test_id("collection-new").click()
+        expect(dialog).to_be_visible()
+        name_box.fill(hr)
+        page.get_by_test_id("collection-create").click()
+        expect(error.locator(".err-main")).to_have_text(
+            f"无法创建：集合「{hr}」已存在，请换一个名称。"
+        )
+        expect(error.get_by_test_id("err-detail")).to_contain_text("HTTP 409")
+        expect(dialog).to_be_visible()
+        name_box.fill("坏/名字")
+        name_box.press("Enter")
+        expect(error.locator(".err-main")).to_have_text(
+            "无法创建：集合名称不能包含 /、\\ 或控制字符。"
+        )
+        expect(error.get_by_test_id("err-detail")).to_contain_text("HTTP 422")
+        shot("new-collection-dialog")
+        name_box.fill(vendor)
+        page.get_by_test_id("collection-create").click()
+        expect(dialog).to_be_hidden()
         expect(select).to_have_value(vendor)
-        expect(error).to_be_hidden()
+        expect(page.get_by_test_id("collection-error")).to_be_hidden()
+        assert not watch.dialogs, watch.dialogs  # no prompt(), alert() or confirm()
         expect(page.get_by_test_id("doc-empty")).to_contain_text(vendor)  # nothing in it yet
 
         # an upload goes into the chosen collection; the list shows its documents only
         expect(page.get_by_test_id("upload-target")).to_have_text(f"上传到集合「{vendor}」")
-        upload = live.docs_dir / vendor_file
-        upload.write_text(PROBATION_VENDOR_MD, encoding="utf-8")
-        page.get_by_test_id("upload-input").set_input_files(str(upload))
+        vendor_path = live.docs_dir / vendor_file
+        vendor_path.write_text(PROBATION_VENDOR_MD, encoding="utf-8")
+        page.get_by_test_id("upload-input").set_input_files(str(vendor_path))
         rows = page.get_by_test_id("doc-row")
         expect(rows).to_have_count(1)
         vendor_row = rows.filter(has_text=vendor_file)
@@ -922,7 +873,9 @@ def test_collections_scope_the_question_the_list_uploads_and_recent_thumbs_down(
         expect(items.first.get_by_test_id("recent-down-time")).to_have_text(
             re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\+8$")
         )
-        found = _api(live, "/api/feedback?rating=down&collection=" + quote(vendor), live.editor_key)
+        found = api_get(
+            live, "/api/feedback?rating=down&collection=" + quote(vendor), live.editor_key
+        )
         (record,) = found["feedback"]
         assert record["comment"] == comment
         assert record["settings"]["collections"] == [vendor], record
@@ -935,15 +888,17 @@ def test_collections_scope_the_question_the_list_uploads_and_recent_thumbs_down(
         expect(vendor_row.get_by_test_id("membership-button")).to_have_text("移出集合")
         wrap = page.locator(".table-wrap")
         assert wrap.evaluate("w => w.scrollWidth <= w.clientWidth + 1"), "the table scrolls"
+        row_action(hr_row, "membership-button")
         for testid in ("chunks-button", "reparse-button", "membership-button", "delete-button"):
             expect(hr_row.get_by_test_id(testid)).to_be_in_viewport(ratio=1)
+        shot("collection-b-menu")
         membership.click()
         expect(hr_row.get_by_test_id("doc-collection")).to_have_text([hr, vendor])
         expect(membership).to_have_text("移出集合")
         expect(select.locator("option", has_text=f"{vendor} (2)")).to_have_count(1)
         shot("collection-b-thumbs-down")
         shot("collection-b-full", full_page=True)
-        membership.click()
+        row_action(hr_row, "membership-button").click()
         expect(hr_row.get_by_test_id("doc-collection")).to_have_text([hr])
         expect(select.locator("option", has_text=f"{vendor} (1)")).to_have_count(1)
 
@@ -960,7 +915,7 @@ def test_collections_scope_the_question_the_list_uploads_and_recent_thumbs_down(
         expect(items).to_have_count(0)
 
         # a reader: asks within collections, creates none, sees no recent 👎
-        _save_key(page, live.reader_key)
+        save_key(page, live.reader_key)
         expect(page.get_by_test_id("whoami")).to_contain_text("reader")
         expect(select.locator("option", has_text=vendor)).to_have_count(1)
         expect(page.get_by_test_id("collection-new")).to_be_hidden()
@@ -977,7 +932,7 @@ def test_collections_scope_the_question_the_list_uploads_and_recent_thumbs_down(
             )
         for doc_id in (hr_doc, vendor_doc):
             if doc_id:
-                _delete(live, doc_id)
+                delete(live, doc_id)
 
 
 ROOMS_MD = (
@@ -1032,9 +987,9 @@ def test_a_streamed_answer_and_a_conversation_reopened_in_its_collection(
     doc_id = response.json()["doc_id"]
     limited_key = create_key(live.kb.ledger, "acme", "editor", "browser test limited", [name])
 
-    context, page = _sized_page(browser, 1280, 900)
+    context, page = sized_page(browser, 1280, 900)
     watch = PageWatch().attach(page)
-    shot = Shots(page, tmp_path)
+    shot = shots(page, tmp_path)
     requests: list[Any] = []
     page.on(
         "request",
@@ -1042,7 +997,7 @@ def test_a_streamed_answer_and_a_conversation_reopened_in_its_collection(
     )
     try:
         page.goto(live.url + "/")
-        _save_key(page, live.editor_key)
+        save_key(page, live.editor_key)
         select = page.get_by_test_id("collection-select")
         expect(page.get_by_test_id("collection-new")).to_be_visible()  # a whole-tenant editor
         select.select_option(name)
@@ -1085,7 +1040,9 @@ def test_a_streamed_answer_and_a_conversation_reopened_in_its_collection(
         select.select_option("")
         expect(page.locator("#answer-box")).to_be_hidden()
         history = page.get_by_test_id("chat-history")
-        ours = history.locator("option", has_text=f"{question} · 1 轮")
+        ours = history.locator(
+            "option", has_text=re.compile(f"^{question} · 今天 \\d\\d:\\d\\d · 1 轮$")
+        )
         expect(ours).to_have_count(1)
         conversation_id = ours.get_attribute("value")
         history.select_option(conversation_id)
@@ -1105,7 +1062,7 @@ def test_a_streamed_answer_and_a_conversation_reopened_in_its_collection(
         page.get_by_test_id("feedback-down").click()
         expect(page.get_by_test_id("feedback-status")).to_contain_text("已记录")
         shot("reopened-in-its-collection")
-        records = _api(live, "/api/feedback?rating=down", live.editor_key)["feedback"]
+        records = api_get(live, "/api/feedback?rating=down", live.editor_key)["feedback"]
         (record,) = [r for r in records if r["comment"] == comment]
         assert record["settings"]["collections"] == [name], record
 
@@ -1127,7 +1084,7 @@ def test_a_streamed_answer_and_a_conversation_reopened_in_its_collection(
 
         # a key limited to the collection: no 新建集合, its limit beside the role; the other
         # key's conversation is left
-        _save_key(page, limited_key)
+        save_key(page, limited_key)
         limit = page.get_by_test_id("whoami-collections")
         expect(limit).to_have_text(" · 限 1 个集合")
         expect(limit).to_have_attribute("title", f"此 key 仅限集合：{name}")
@@ -1145,4 +1102,4 @@ def test_a_streamed_answer_and_a_conversation_reopened_in_its_collection(
             headers=headers,
             timeout=30,
         )
-        _delete(live, doc_id)
+        delete(live, doc_id)

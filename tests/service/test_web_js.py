@@ -1,5 +1,5 @@
-"""The browser UI's pure helpers (rag_app/web/dom.js, api.js), run under node: times, error
-words, and answers streamed as server-sent events (the parser, apiStream on a fake fetch). The UI's scripts are ES modules with a .js name, which node reads as modules only under a
+"""The browser UI's pure helpers (rag_app/web/dom.js, api.js, messages.js), run under node:
+times, errors as Chinese sentences, and answers streamed as server-sent events (the parser, apiStream on a fake fetch). The UI's scripts are ES modules with a .js name, which node reads as modules only under a
 package.json saying so: the test imports copies of them from a directory that has one."""
 
 from __future__ import annotations
@@ -62,20 +62,77 @@ def test_times_are_local_with_their_zone_and_zoneless_server_times_are_utc(
     assert run_js(modules, "ui.fmtTime('')") == "—"
 
 
-def test_errors_are_words_with_the_servers_reason(modules: Path) -> None:
-    texts = run_js(
+def test_errors_are_chinese_sentences_with_the_servers_words_apart(modules: Path) -> None:
+    """errText: a Chinese sentence (a known server message its own, else its status's);
+    errDetail: the status and the server's words, for the small line under it."""
+    cases = [
+        [500, "Internal Server Error"],
+        [415, "unsupported file type '.exe' (supported: .md, .txt)"],
+        [413, "file too large: more than 50 MB (RAG_UPLOAD_MAX_MB)"],
+        [422, "empty file"],
+        [409, "collection 'HR制度' exists"],
+        [401, "invalid or revoked API key"],
+        [403, "role 'reader' cannot change documents"],
+        [404, "no document 3f2a"],
+        [429, "slow down"],
+        [503, "ledger is locked"],
+        [502, "Bad Gateway"],
+        [418, "teapot"],
+        [422, "body.question: String should have at most 2000 characters"],
+    ]
+    got = run_js(
         modules,
-        "[[500, 'Internal Server Error'], [415, \"unsupported file type '.exe'\"], "
-        "[503, 'ledger is locked'], [418, 'teapot'], [0, '无法连接服务'], [500, 'internal error']]"
-        ".map(function (a) { return ui.errText(new ui.ApiError(a[0], a[1], null)); })",
+        f"{json.dumps(cases)}.map(function (a) {{"
+        " var e = new ui.ApiError(a[0], a[1], null); return [ui.errText(e), ui.errDetail(e)]; })",
     )
-    assert texts == [
-        "服务器内部错误（HTTP 500）",
-        "文件类型不支持：unsupported file type '.exe'（HTTP 415）",
-        "服务暂不可用：ledger is locked（HTTP 503）",
-        "请求失败：teapot（HTTP 418）",
-        "无法连接服务",
-        "服务器内部错误（HTTP 500）",  # a streamed answer's failure says no more
+    assert got == [
+        ["服务器内部错误，请稍后再试。", "HTTP 500"],
+        [
+            "不支持此文件类型（.exe）。支持 Markdown、TXT、HTML、PDF、Word、Excel、CSV、PowerPoint。",
+            "HTTP 415 · unsupported file type '.exe' (supported: .md, .txt)",
+        ],
+        [
+            "文件过大：超过上传上限 50 MB。",
+            "HTTP 413 · file too large: more than 50 MB (RAG_UPLOAD_MAX_MB)",
+        ],
+        ["文件是空的。", "HTTP 422 · empty file"],
+        ["集合「HR制度」已存在，请换一个名称。", "HTTP 409 · collection 'HR制度' exists"],
+        ["API key 无效或已被吊销。", "HTTP 401 · invalid or revoked API key"],
+        ["只读 key（reader）不能修改文档。", "HTTP 403 · role 'reader' cannot change documents"],
+        ["找不到该文档（可能已被删除）。", "HTTP 404 · no document 3f2a"],
+        ["请求过于频繁，请稍后再试。", "HTTP 429 · slow down"],
+        ["服务暂不可用，请稍后再试。", "HTTP 503 · ledger is locked"],
+        ["服务暂不可用，请稍后再试。", "HTTP 502"],  # a body that only repeats the status
+        ["请求失败。", "HTTP 418 · teapot"],
+        ["请求内容无效。", "HTTP 422 · body.question: String should have at most 2000 characters"],
+    ]
+    # made here (no connection, a cut stream): said in Chinese, the technical cause apart
+    made = run_js(
+        modules,
+        "(function () { var e = new ui.ApiError(0, 'Failed to fetch', null, '无法连接服务。');"
+        " return [ui.errText(e), ui.errDetail(e)]; })()",
+    )
+    assert made == ["无法连接服务。", "Failed to fetch"]
+
+
+def test_list_times_are_short_and_local(modules: Path) -> None:
+    """fmtShortTime: 今天/昨天 HH:MM, this year's M月D日 HH:MM, another year's date; epoch
+    seconds (a conversation's times) or a zoneless server time (UTC) alike."""
+    now = "2024-05-02T10:00:00+08:00"
+    got = run_js(
+        modules,
+        f"[1714616400, '2024-05-02T01:30:00', '2024-05-01T08:30:00Z', '2024-03-05T08:30:00Z',"
+        f" '2023-12-31T08:30:00Z', null, 'bogus'].map(function (v) {{"
+        f" return ui.fmtShortTime(v, {json.dumps(now)}); }})",
+    )
+    assert got == [
+        "今天 10:20",
+        "今天 09:30",
+        "昨天 16:30",
+        "3月5日 16:30",
+        "2023-12-31",
+        "—",
+        "bogus",
     ]
 
 
@@ -195,13 +252,13 @@ def test_a_streamed_failure_an_http_error_and_a_cut_stream_are_errors(modules: P
     )
     got = run_js(modules, _stream_js(failed))
     assert isinstance(got, dict)
-    assert got["error"] == [True, 503, "服务暂不可用：ledger is locked（HTTP 503）"]
+    assert got["error"] == [True, 503, "服务暂不可用，请稍后再试。"]
     assert got["deltas"] == [["一", "一"]]
 
-    not_found = json.dumps({"detail": "unknown collection: 财务"})
+    not_found = json.dumps({"detail": "no collection '财务'"})
     got = run_js(modules, _stream_js(not_found, 404, "application/json"))
     assert isinstance(got, dict)
-    assert got["error"] == [True, 404, "未找到：unknown collection: 财务（HTTP 404）"]
+    assert got["error"] == [True, 404, "集合「财务」不存在（可能已被删除）。"]
 
     cut = 'event: delta\ndata: {"text": "一线"}\n\n'
     got = run_js(modules, _stream_js(cut))
