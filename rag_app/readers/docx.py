@@ -54,7 +54,8 @@ _LIST_STYLE_RE = re.compile(
     r"^(?:list (bullet|number)|列表(项目符号|编号))(?:\s*([1-9]))?$", re.IGNORECASE
 )
 _CONTENT_TYPE_RE = re.compile(r"content type is '([^']+)'")
-_TBL = qn("w:tbl")
+_TBL, _PPR, _PSTYLE, _OUTLINE = qn("w:tbl"), qn("w:pPr"), qn("w:pStyle"), qn("w:outlineLvl")
+_W_VAL = qn("w:val")
 _MAX_BOX_DEPTH = 4  # text boxes inside text boxes
 _MAX_TITLE_CHARS = 60
 NOTES_HEADING = "脚注"
@@ -130,8 +131,9 @@ def _numbering(document: Any) -> Any | None:
 
 
 def _val(parent: Any, tag: str) -> str | None:
-    child = parent.find(qn(tag)) if parent is not None else None
-    return child.get(qn("w:val")) if child is not None else None
+    """``w:val`` of ``parent``'s child ``tag`` (a Clark name such as :data:`_PSTYLE`)."""
+    child = parent.find(tag) if parent is not None else None
+    return child.get(_W_VAL) if child is not None else None
 
 
 def _int(text: str | None) -> int | None:
@@ -206,8 +208,8 @@ class _Renderer:
     # ------------------------------------------------------------------ paragraphs
 
     def _label(self, paragraph: Any) -> Label | None:
-        ppr = paragraph.find(qn("w:pPr"))
-        style_id = _val(ppr, "w:pStyle")
+        ppr = paragraph.find(_PPR)
+        style_id = _val(ppr, _PSTYLE)
         resolved = self.numbering.resolve(ppr, style_id)
         if resolved is not None:
             return self.numbering.next_label(*resolved)
@@ -230,7 +232,7 @@ class _Renderer:
 
     def _heading_level(self, ppr: Any, style_id: str | None) -> int | None:
         """Markdown heading level (1..6) of a paragraph, or None for body text."""
-        level = _int(_val(ppr, "w:outlineLvl"))
+        level = _int(_val(ppr, _OUTLINE))
         if level is None:
             for info in self.styles.chain(style_id):
                 if info.name.lower() in _TITLE_STYLES:
@@ -246,8 +248,8 @@ class _Renderer:
         return min(level + 1, 6)
 
     def _add_paragraph(self, paragraph: Any) -> None:
-        ppr = paragraph.find(qn("w:pPr"))
-        style_id = _val(ppr, "w:pStyle")
+        ppr = paragraph.find(_PPR)
+        style_id = _val(ppr, _PSTYLE)
         label = self._label(paragraph)  # counted even when empty, as Word counts it
         raw = normalize_newlines(run_text(paragraph, self.note_numbers))
         if not raw.strip():

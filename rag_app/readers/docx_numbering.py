@@ -83,6 +83,7 @@ class StyleSheet:
     def __init__(self, styles_element: Any | None) -> None:
         self.styles: dict[str, StyleInfo] = {}
         self.default_paragraph: str | None = None
+        self._chains: dict[str | None, list[StyleInfo]] = {}  # this document's, computed once
         if styles_element is None:
             return
         for style in styles_element.iterchildren(qn("w:style")):
@@ -104,6 +105,9 @@ class StyleSheet:
 
     def chain(self, style_id: str | None) -> list[StyleInfo]:
         """The style and the styles it is based on, nearest first (cycles cut, depth bounded)."""
+        cached = self._chains.get(style_id)
+        if cached is not None:
+            return cached
         out: list[StyleInfo] = []
         seen: set[str] = set()
         current = style_id if style_id is not None else self.default_paragraph
@@ -114,6 +118,7 @@ class StyleSheet:
                 break
             out.append(info)
             current = info.based_on
+        self._chains[style_id] = out
         return out
 
     def num_pr(self, style_id: str | None) -> NumPr | None:

@@ -97,13 +97,37 @@ class NoteNumbers:
         return "".join(markers)
 
 
+_T, _TAB, _PTAB, _BR, _CR = qn("w:t"), qn("w:tab"), qn("w:ptab"), qn("w:br"), qn("w:cr")
+_NB_HYPHEN, _R = qn("w:noBreakHyphen"), qn("w:r")
+_BR_TYPE = qn("w:type")
+
+
+def _one_run(run: Any) -> str:
+    """A run's text as python-docx reads it (tabs, line breaks, non-breaking hyphens)."""
+    parts: list[str] = []
+    for child in run.iterchildren():
+        tag = child.tag
+        if tag == _T:
+            parts.append(child.text or "")
+        elif tag in (_TAB, _PTAB):
+            parts.append("\t")
+        elif tag == _BR:
+            if child.get(_BR_TYPE) in (None, "textWrapping"):
+                parts.append("\n")
+        elif tag == _CR:
+            parts.append("\n")
+        elif tag == _NB_HYPHEN:
+            parts.append("-")
+    return "".join(parts)
+
+
 def run_text(paragraph: Any, notes_seen: NoteNumbers | None = None) -> str:
     """The text of a paragraph's own runs (see the module docstring)."""
     parts: list[str] = []
-    for run in paragraph.iter(qn("w:r")):
+    for run in paragraph.iter(_R):
         if not _own(run, paragraph):
             continue
-        parts.append(run.text or "")
+        parts.append(_one_run(run))
         if notes_seen is not None:
             parts.append(notes_seen.mark(run))
     return "".join(parts).replace("\x00", "")
