@@ -242,7 +242,8 @@ def feedback_export(
     records = _feedback(kb, tenant, rating)
     for record in records:
         path.write(json.dumps(record.as_question(), ensure_ascii=False) + "\n")
-    name = getattr(path, "name", "FILE")
+    name = str(getattr(path, "name", ""))
+    name = name if name and not name.startswith("<") else "FILE"  # '-': <stdout>
     target = f"--kb {kb}" if kb is not None else "(the same --kb)"
     err.print(
         f"wrote {len(records)} case(s); evaluate them: rag eval {name} {target} (read-only, "
