@@ -3,6 +3,7 @@ with the question, answer, sources, confidence and the settings that answered it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, status
@@ -15,7 +16,7 @@ from rag_app.service.json_body import body_schema, json_body
 from rag_app.service.routes_query import filenames
 from rag_app.service.schemas import CollectionScope
 from rag_app.service.schemas_chat import ConversationId
-from rag_app.store.feedback import FeedbackRecord
+from rag_app.store.feedback import Expected, FeedbackRecord
 
 router = APIRouter(prefix="/api", tags=["feedback"])
 
@@ -40,6 +41,17 @@ class FeedbackIn(BaseModel):
     collection: CollectionScope | None = Field(
         None, description="The collection(s) the question was asked in, if any."
     )
+    expected_answer: str = Field(
+        "", max_length=4000, description="The right answer (its key facts), if you know it."
+    )
+    should_refuse: bool = Field(False, description="The knowledge base should refuse this.")
+
+
+class ExpectedIn(BaseModel):
+    """What the answer should have been: its key facts, or a refusal (both empty: clear it)."""
+
+    expected_answer: str = Field("", max_length=4000)
+    should_refuse: bool = False
 
 
 class FeedbackCreated(BaseModel):
@@ -51,6 +63,12 @@ class FeedbackList(BaseModel):
 
 
 FeedbackBody = Annotated[FeedbackIn, Depends(json_body(FeedbackIn))]
+ExpectedBody = Annotated[ExpectedIn, Depends(json_body(ExpectedIn))]
+
+
+def _expected(answer: str, refuse: bool) -> Expected | None:
+    expected = Expected(answer=answer.strip(), refuse=refuse)
+    return expected if expected.given else None
 
 
 def _from_turn(state: ServiceState, key: KeyInfo, body: FeedbackIn) -> dict[str, Any]:
@@ -117,6 +135,7 @@ def add_feedback(key: KeyDep, body: FeedbackBody, state: StateDep) -> FeedbackCr
         comment=body.comment,
         settings={**state.kb.answer_settings(), "collections": as_names(body.collection)},
         conversation_id=body.conversation_id,
+        expected=_expected(body.expected_answer, body.should_refuse),
         **what,
     )
     return FeedbackCreated(feedback_id=state.kb.feedback.add(record))
@@ -141,6 +160,22 @@ def list_feedback(
     limited to some collections sees the feedback of those."""
     if collection is None and key.collections is None:
         return FeedbackList(feedback=state.kb.feedback.list(key.tenant, rating=rating, limit=limit))
+    visible = _visibility(state, key, collection)
+    found = [
+        record
+        for record in state.kb.feedback.list(key.tenant, rating=rating, limit=10 * limit)
+        if visible(record)
+    ]
+    return FeedbackList(feedback=[_within_reach(state, key, r) for r in found[:limit]])
+
+
+def _visibility(
+    state: ServiceState, key: KeyInfo, collection: str | None = None
+) -> Callable[[FeedbackRecord], bool]:
+    """Whether a record belongs to the collection (or, for a limited key without one, to its
+    collections): asked there, or citing one of its documents."""
+    if collection is None and key.collections is None:
+        return lambda record: True
     chosen = [usable(state, key, collection)] if collection else None
     names = (
         {c.name for c in chosen}
@@ -148,14 +183,34 @@ def list_feedback(
         else {c.name for c in state.kb.collections.all(key.tenant, only=key.collections)}
     )
     members = set(scope_for(state, key, collection) or ())
-    found = [
-        record
-        for record in state.kb.feedback.list(key.tenant, rating=rating, limit=10 * limit)
-        if names & set(record.settings.get("collections") or [])
+    return lambda record: bool(
+        names & set(record.settings.get("collections") or [])
         or members & {str(s.get("doc_id", "")) for s in record.sources}
-    ]
-    if key.collections is not None:  # a limited key sees no source outside its collections
+    )
+
+
+def _within_reach(state: ServiceState, key: KeyInfo, record: FeedbackRecord) -> FeedbackRecord:
+    """The record as a limited key sees it: no source outside its collections."""
+    if key.collections is not None:
         reach = set(scope_for(state, key, None) or ())
-        for record in found:
-            record.sources = [s for s in record.sources if str(s.get("doc_id", "")) in reach]
-    return FeedbackList(feedback=found[:limit])
+        record.sources = [s for s in record.sources if str(s.get("doc_id", "")) in reach]
+    return record
+
+
+@router.patch(
+    "/feedback/{feedback_id}", response_model=FeedbackRecord, openapi_extra=body_schema(ExpectedIn)
+)
+def correct_feedback(
+    feedback_id: int, key: EditorDep, body: ExpectedBody, state: StateDep
+) -> FeedbackRecord:
+    """Say what the answer should have been (``expected_answer``, or ``should_refuse``; both
+    empty clears it): `rag feedback export` turns it into the case's expectation."""
+    record = state.kb.feedback.get(key.tenant, feedback_id)
+    if record is None or not _visibility(state, key)(record):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no feedback {feedback_id}")
+    state.kb.feedback.set_expected(
+        key.tenant, feedback_id, _expected(body.expected_answer, body.should_refuse)
+    )
+    updated = state.kb.feedback.get(key.tenant, feedback_id)
+    assert updated is not None
+    return _within_reach(state, key, updated)

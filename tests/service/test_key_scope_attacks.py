@@ -233,3 +233,44 @@ def test_feedback_citing_documents_out_of_reach_is_refused(
     cited = {s["doc_id"] for record in listed for s in record["sources"]}
     assert cited == {estate.travel}
     assert "manual.md" not in json.dumps(listed, ensure_ascii=False)
+
+
+def test_a_reviewer_says_what_the_answer_should_have_been(service: Service, estate: Estate) -> None:
+    client = service.client
+    got = client.post(
+        "/api/feedback",
+        json={
+            "rating": "down",
+            "question": "一线城市住宿标准是多少？",
+            "answer": "每晚400元",
+            "sources": [{"doc_id": estate.travel, "chunk_id": f"{estate.travel}:0"}],
+            "expected_answer": " 每晚600元 ",
+        },
+        headers=estate.limited,
+    )
+    assert got.status_code == 201, got.text
+    mine = got.json()["feedback_id"]
+    other = _feedback(service, service.editor, [estate.manual]).json()["feedback_id"]
+    listed = client.get("/api/feedback", headers=estate.limited).json()["feedback"]
+    assert [r["expected"] for r in listed] == [{"answer": "每晚600元", "refuse": False}]
+    refuse = {"expected_answer": "", "should_refuse": True}
+    patched = client.patch(f"/api/feedback/{mine}", json=refuse, headers=estate.limited)
+    assert patched.status_code == 200 and patched.json()["expected"] == {
+        "answer": "",
+        "refuse": True,
+    }
+    # another collection's feedback is not the limited key's to correct (nor a reader's)
+    assert (
+        client.patch(f"/api/feedback/{other}", json=refuse, headers=estate.limited).status_code
+        == 404
+    )
+    assert (
+        client.patch(f"/api/feedback/{mine}", json=refuse, headers=service.reader).status_code
+        == 403
+    )
+    assert (
+        client.patch(f"/api/feedback/{mine}", json=refuse, headers=service.other_editor).status_code
+        == 404
+    )
+    cleared = client.patch(f"/api/feedback/{other}", json={}, headers=service.editor)
+    assert cleared.status_code == 200 and cleared.json()["expected"] is None
