@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +34,45 @@ DOC_KEYS = ("doc_id", "tenant", "source", "fmt", "title", "doc_type")
 # comma-separated strings (metadata values are scalars); ``number_chunks`` turns them into each
 # chunk's ``pages`` and ``ocr``.
 PAGE_KEYS = ("page_starts", "ocr_pages")
+
+
+class IngestCancelled(Exception):
+    """The job was stopped between embedding batches: its document was deleted or a newer
+    version of it was queued (the message says which)."""
+
+
+# what a running job checks between embedding batches: None to go on, else why it stops
+StopCheck = Callable[[], str | None]
+_STOP_CHECK: ContextVar[StopCheck | None] = ContextVar("rag_ingest_stop_check", default=None)
+
+
+@contextmanager
+def stoppable(check: StopCheck) -> Iterator[None]:
+    """Within the block, the embedding of a document (:func:`embed_chunks`, in this thread)
+    asks ``check`` before each batch and raises :class:`IngestCancelled` when it gives a
+    reason (the worker's job, rag_app/service/worker.py)."""
+    token = _STOP_CHECK.set(check)
+    try:
+        yield
+    finally:
+        _STOP_CHECK.reset(token)
+
+
+def embed_batches(embed_model: BaseEmbedding, texts: Sequence[str]) -> list[list[float]]:
+    """The texts' vectors, one ``embed_batch_size`` batch at a time (the batches the model's
+    own ``get_text_embedding_batch`` makes, so the same vectors); within :func:`stoppable`,
+    the check runs before each batch."""
+    check = _STOP_CHECK.get()
+    if check is None:
+        return embed_model.get_text_embedding_batch(list(texts))
+    size = max(1, int(embed_model.embed_batch_size))
+    out: list[list[float]] = []
+    for start in range(0, len(texts), size):
+        reason = check()
+        if reason is not None:
+            raise IngestCancelled(reason)
+        out.extend(embed_model.get_text_embedding_batch(list(texts[start : start + size])))
+    return out
 
 
 @dataclass
@@ -114,8 +156,14 @@ def page_metadata(meta: dict[str, Any], start: int, end: int) -> dict[str, Any]:
     }
 
 
-def _keywords(texts: Sequence[str]) -> list[str]:
-    return [" ".join(tokenize(t)) for t in texts]
+def _keywords(texts: Sequence[str], stop: threading.Event | None = None) -> list[str]:
+    """Each text's keyword tokens; ``stop``: set when the embedding stopped (left unfinished)."""
+    out: list[str] = []
+    for text in texts:
+        if stop is not None and stop.is_set():
+            break
+        out.append(" ".join(tokenize(text)))
+    return out
 
 
 def _split_pipeline(
@@ -178,7 +226,8 @@ def embed_chunks(
     The EMBED texts are built once (for the model and the keyword index) and the keyword tokens
     (jieba, pure Python) are computed in a helper thread while the model embeds (its numpy matrix
     products release the GIL). The model embeds one batch at a time, so the vectors do not depend
-    on how the document was ingested.
+    on how the document was ingested; a worker's job may stop between batches
+    (:func:`stoppable`).
     """
     split = _split_pipeline(pipeline)
     if split is None:
@@ -186,12 +235,19 @@ def embed_chunks(
     _, embed_model = split
     embed_texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
     if len(embed_texts) > 1:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-keywords") as pool:
-            pending = pool.submit(_keywords, embed_texts)
-            embeddings = embed_model.get_text_embedding_batch(embed_texts)
-            keywords = pending.result()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-keywords")
+        stop = threading.Event()
+        pending = pool.submit(_keywords, embed_texts, stop)
+        try:
+            embeddings = embed_batches(embed_model, embed_texts)
+        except BaseException:  # stopped (or failed): the keywords are not waited for
+            stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=False)
+        keywords = pending.result()
     else:
-        embeddings = embed_model.get_text_embedding_batch(embed_texts) if embed_texts else []
+        embeddings = embed_batches(embed_model, embed_texts) if embed_texts else []
         keywords = _keywords(embed_texts)
     for node, embedding in zip(nodes, embeddings, strict=True):
         node.embedding = embedding

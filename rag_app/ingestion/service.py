@@ -29,6 +29,7 @@ from rag_app.ingestion.files import (
 from rag_app.ingestion.isolation import Chunked, ParseJob, parse_and_chunk, parse_bounded
 from rag_app.ingestion.pipeline import (
     EmbeddedChunk,
+    IngestCancelled,
     PreparedDocument,
     build_ingestion_pipeline,
     embed_chunks,
@@ -280,6 +281,9 @@ class IngestionService:
         except ReaderError as exc:
             result.reason = str(exc)
             self.ledger.mark_failed(doc_id, result.reason)
+            return self._finish(result, t0)
+        except IngestCancelled as exc:  # a worker's job stopped: deleted, or a newer version
+            result.status, result.reason = "CANCELLED", str(exc)
             return self._finish(result, t0)
         except Exception as exc:  # a bug or an infrastructure failure: keep the batch going
             return self._failed(result, t0, exc)

@@ -2,12 +2,15 @@
 
 Used in-process by the service (a small thread pool) and standalone by ``rag worker`` (several
 processes or machines share one queue). A job's worker heartbeats it; jobs of a dead worker are
-requeued after the lease by whichever worker looks first.
+requeued after the lease by whichever worker looks first. A job stops between its embedding
+batches when its document is deleted or a newer version of it is queued (CANCELLED), and the
+worker takes the next job.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import select
@@ -20,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rag_app.ingestion.files import platform_error
+from rag_app.ingestion.pipeline import stoppable
 from rag_app.kb import KnowledgeBase, internal_error
 from rag_app.store.jobs import Job, JobQueue, JobStatus
 from rag_app.types import FileResult
@@ -147,13 +151,14 @@ class Worker:
         try:
             if not Path(job.path).is_file():
                 raise FileNotFoundError("the stored file is gone; upload it again")
-            result = self.kb.ingest_one(
-                job.path,
-                tenant=job.tenant,
-                rel_path=job.rel_path,
-                doc_id=job.doc_id,
-                force=job.kind == "reparse",
-            )
+            with stoppable(functools.partial(self._stop_reason, job)):
+                result = self.kb.ingest_one(
+                    job.path,
+                    tenant=job.tenant,
+                    rel_path=job.rel_path,
+                    doc_id=job.doc_id,
+                    force=job.kind == "reparse",
+                )
         except FileNotFoundError as exc:
             result = FileResult(path=job.path, doc_id=job.doc_id, status="FAILED", reason=str(exc))
             self.kb.mark_failed(job.doc_id, str(exc))
@@ -175,6 +180,9 @@ class Worker:
             document = self.kb.document(job.doc_id)  # its error is the public one
             status, error = JobStatus.FAILED, document.error if document else result.reason
         if not self.queue.finish(job.job_id, status, error, worker=self.name):
+            if status == JobStatus.CANCELLED:  # its document deleted: the job is cancelled
+                logger.info("job %s: stopped (%s)", job.job_id, error)
+                return result
             logger.warning(
                 "job %s: no longer this worker's (%s): its outcome %s is not recorded",
                 job.job_id,
@@ -182,6 +190,15 @@ class Worker:
                 status.value,
             )
         return result
+
+    def _stop_reason(self, job: Job) -> str | None:
+        """Asked between the job's embedding batches (ingestion/pipeline.py, ``stoppable``):
+        why it should stop (its document deleted, a newer version queued), or None."""
+        try:
+            return self.queue.stop_reason(job.job_id, self.name)
+        except Exception:  # a database hiccup does not stop the job
+            logger.exception("job %s: could not check whether to stop", job.job_id)
+            return None
 
     def _prune_uploads(self, job: Job) -> None:
         """Remove the stored files of the document's superseded versions (uploads/<doc id>/

@@ -346,6 +346,36 @@ class JobQueue:
             ).scalars()
             return [str(p) for p in rows]
 
+    def stop_reason(self, job_id: int, worker: str) -> str | None:
+        """Why ``worker``'s job in progress should stop now (None: go on): its document was
+        deleted (the job cancelled), a newer version of the document is queued (the job is
+        superseded: that one builds the newest content), or the job is no longer this
+        worker's (requeued after its lease ran out). One indexed read: a running job asks
+        between its embedding batches."""
+        newer = jobs.alias("newer")
+        superseded = (
+            select(newer.c.job_id)
+            .where(
+                and_(
+                    newer.c.doc_id == jobs.c.doc_id,
+                    newer.c.job_id > jobs.c.job_id,
+                    newer.c.status == JobStatus.PENDING.value,
+                )
+            )
+            .exists()
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(jobs.c.status, jobs.c.worker, superseded).where(jobs.c.job_id == job_id)
+            ).first()
+        if row is None or row[0] == JobStatus.CANCELLED.value:
+            return "the document was deleted during ingestion"
+        if row[0] != JobStatus.PROCESSING.value or row[1] != worker:
+            return "the job is no longer this worker's (requeued)"
+        if row[2]:
+            return "superseded by a newer version of the document"
+        return None
+
     def cancel_for_document(self, doc_id: str) -> int:
         """Cancel a document's open jobs (it is being deleted)."""
         with self.engine.begin() as conn:
