@@ -69,11 +69,12 @@ function renderScope(scope, collection) {
     .filter(Boolean).join(" · "));
 }
 
-/** The latest turn emptied for the question `q` being asked: no answer, sources, reason,
- * diagnostics or feedback yet. */
+/** The latest turn emptied for the question `q` being asked: no answer (检索中…), sources,
+ * reason, diagnostics or feedback yet. */
 function clearLatest(q, scope, collection) {
   var out = $("answer");
   clear(out);
+  out.classList.add("pending");
   $("answer-question").textContent = q;
   renderScope(scope, collection);
   show($("answer-resolved"), "");
@@ -93,6 +94,7 @@ function clearLatest(q, scope, collection) {
 function renderPartial(text) {
   var out = $("answer");
   if (!out.classList.contains("streaming")) {
+    out.classList.remove("pending");
     out.classList.add("streaming");
     out.setAttribute("aria-busy", "true");
     $("ask-status").textContent = "生成中…";
@@ -105,7 +107,7 @@ function renderPartial(text) {
 function renderAnswer(q, res, scope, collection) {
   clearLatest(q, scope, collection);
   var out = $("answer");
-  out.classList.remove("streaming");
+  out.classList.remove("pending", "streaming");
   out.removeAttribute("aria-busy");
   fillTurn({
     answer: out, reason: $("answer-reason"), closest: $("answer-closest"),

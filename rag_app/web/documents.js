@@ -6,6 +6,7 @@
 
 import { $, el, append, clear, show, fmtTime, fmtShortTime, fmtBytes } from "./dom.js";
 import { ACTIVE, state, api, showError, canEdit, applyRowRole, loadHealth } from "./api.js";
+import { parseErrText } from "./messages.js";
 import { closeChunks, openChunks } from "./chunks.js";
 import { loadCollections, setMembership } from "./collections.js";
 
@@ -208,12 +209,22 @@ function updateRow(tr, doc) {
   if (ACTIVE[status]) badge.classList.add("pulse");
   badge.title = status;
 
-  // FAILED: the document's error (or its last job's error), one line; the whole on hover / click
+  // FAILED: why, in a sentence, on one line; a click adds the reader's own message
   var errNode = tr.querySelector("[data-testid=doc-error-text]");
   var jobErr = doc.job && doc.job.status === "FAILED" ? doc.job.error : null;
-  var errMsg = status === "FAILED" ? doc.error || jobErr || "（无错误信息）" : "";
-  show(errNode, errMsg);
-  errNode.title = errMsg;
+  var raw = status === "FAILED" ? doc.error || jobErr || "" : "";
+  errNode.hidden = status !== "FAILED";
+  if (status === "FAILED" && errNode.getAttribute("data-raw") !== raw) {
+    clear(errNode);
+    append(
+      errNode,
+      el("span", { class: "err-main", text: "解析失败：" + (raw ? parseErrText(raw) : "（无错误信息）") }),
+      raw ? el("span", { class: "err-detail", "data-testid": "doc-error-detail", text: raw }) : null
+    );
+    errNode.setAttribute("data-raw", raw);
+    errNode.title = raw ? raw + "（点击展开）" : "";
+    errNode.classList.remove("open");
+  }
   errNode.onclick = function () { errNode.classList.toggle("open"); };
 
   tr.querySelector("[data-testid=doc-chunks]").textContent =
@@ -241,6 +252,7 @@ function renderMembership(tr, names) {
       "data-testid": "doc-collection", title: "集合 Collection", text: name,
     }));
   });
+  tags.parentNode.title = names.length ? "集合：" + names.join("、") : "";
   var member = !!state.collection && names.indexOf(state.collection) !== -1;
   tr.setAttribute("data-member", member ? "1" : "0");
   var button = tr.querySelector("[data-testid=membership-button]");

@@ -67,14 +67,44 @@ function errText(err) {
   if (!err || err.status === undefined) return String(err && err.message ? err.message : err);
   if (err.words) return err.words; // said in Chinese where it was made (network, a cut stream)
   if (!err.status) return detailOf(err);
-  var detail = detailOf(err);
-  for (var i = 0; i < KNOWN.length; i++) {
-    var m = KNOWN[i][0].exec(detail);
-    if (m) {
-      return KNOWN[i][1].replace(/\$(\d)/g, function (_, n) { return m[Number(n)] || ""; });
-    }
-  }
+  var known = sentence(KNOWN, detailOf(err));
+  if (known) return known;
   return STATUS_SENTENCE[err.status] || (err.status >= 500 ? "服务器出错，请稍后再试。" : "请求失败。");
+}
+
+// A document that failed to parse: its reader's message (English) as a sentence.
+var PARSE_FAILURES = [
+  [/^encrypted PDF/i, "PDF 已加密，需要密码才能打开。"],
+  [/^PDF has no extractable text \(scanned/i, "PDF 中没有可提取的文字（可能是扫描件，OCR 未开启）。"],
+  [/^PDF has no pages/i, "PDF 没有页面。"],
+  [/^PDF has (\d+) pages \(limit (\d+)\)/i, "PDF 共 $1 页，超过上限 $2 页。"],
+  [/^PDF text extraction failed/i, "PDF 文字提取失败（文件可能已损坏）。"],
+  [/no extractable text|no text content|^empty (document|presentation|workbook|file)|no indexable text/i,
+    "文件中没有可读取的文字。"],
+  [/^cannot decode text/i, "无法识别文字编码（已尝试 UTF-8、GB18030、UTF-16）。"],
+  [/^not a legacy \.(\w+) file/i, "不是有效的旧版 .$1 文件。"],
+  [/^not a valid (\.?\w+) file/i, "不是有效的 $1 文件（可能已损坏，或扩展名与内容不符）。"],
+  [/^binary content in a (\.?\w+) file/i, "$1 文件中含有二进制内容，不能作为文本读取。"],
+  [/^parse exceeded ([\d.]+) s/i, "解析超时（超过 $1 秒）。"],
+  [/^parse ran out of memory/i, "解析时内存不足。"],
+  [/^could not start LibreOffice/i, "无法启动 LibreOffice 转换旧版 Office 文件。"],
+  [/^unsupported file type/i, "不支持此文件类型。"],
+  [/^file too large/i, "文件过大。"],
+  [/^(file not found|cannot (access|read)|permission denied|not a (regular )?file)/i,
+    "无法读取已存储的文件，请重新上传。"],
+];
+
+function sentence(table, text) {
+  for (var i = 0; i < table.length; i++) {
+    var m = table[i][0].exec(text);
+    if (m) return table[i][1].replace(/\$(\d)/g, function (_, n) { return m[Number(n)] || ""; });
+  }
+  return "";
+}
+
+/** Why a document failed to parse, as a Chinese sentence ("解析失败。" when not known). */
+function parseErrText(message) {
+  return sentence(PARSE_FAILURES, String(message || "").trim()) || "解析失败。";
 }
 
 /** The technical line: the status and the server's own message ("" when it says nothing). */
@@ -99,4 +129,4 @@ function showError(node, lead, err) {
   node.hidden = false;
 }
 
-export { errText, errDetail, showError };
+export { errText, errDetail, parseErrText, showError };

@@ -27,6 +27,7 @@ from tests.service.browser_helpers import (
     PageWatch,
     Shots,
     api_get,
+    delete,
     launch_chromium,
     live_app,
     row_action,
@@ -301,7 +302,23 @@ def test_errors_are_chinese_sentences_naming_the_file(
     expect(items.nth(1).locator(".err-main")).to_have_text("「空白.md」上传失败：文件是空的。")
     for main in items.locator(".err-main").all_inner_texts():
         assert not re.search(r"unsupported|empty|HTTP|doc_id", main), main
+
+    # accepted but unreadable: its row says why in a sentence, a click adds the reader's words
+    broken = tmp_path / "损坏.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really a PDF")
+    page.get_by_test_id("upload-input").set_input_files(str(broken))
+    row = page.get_by_test_id("doc-row").filter(has_text="损坏.pdf")
+    expect(row).to_have_attribute("data-status", "FAILED", timeout=INGEST_TIMEOUT_MS)
+    expect(row.get_by_test_id("doc-status")).to_have_text("失败")
+    why = row.get_by_test_id("doc-error-text")
+    expect(why.locator(".err-main")).to_have_text(
+        "解析失败：不是有效的 PDF 文件（可能已损坏，或扩展名与内容不符）。"
+    )
+    expect(why.get_by_test_id("doc-error-detail")).to_be_hidden()
+    why.click()
+    expect(why.get_by_test_id("doc-error-detail")).to_contain_text("not a valid PDF file")
     shot("upload-errors")
+    delete(live, row.get_attribute("data-doc-id") or "")
 
     # a busy server (429) and a broken one (503): the reason in words, the question kept
     for status, words in ((429, "请求过于频繁，请稍后再试。"), (503, "服务暂不可用，请稍后再试。")):

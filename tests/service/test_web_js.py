@@ -28,12 +28,12 @@ def modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_js(modules: Path, expression: str, tz: str = "Asia/Shanghai") -> object:
-    """``expression`` sees ``ui``: the exports of dom.js and api.js."""
-    dom, api = ((modules / name).as_uri() for name in ("dom.js", "api.js"))
-    script = (
-        f"const ui = {{...(await import({json.dumps(dom)})), ...(await import({json.dumps(api)}))}};"
-        f" console.log(JSON.stringify({expression}));"
+    """``expression`` sees ``ui``: the exports of dom.js, api.js and messages.js."""
+    imports = ", ".join(
+        f"...(await import({json.dumps((modules / name).as_uri())}))"
+        for name in ("dom.js", "api.js", "messages.js")
     )
+    script = f"const ui = {{{imports}}}; console.log(JSON.stringify({expression}));"
     assert NODE is not None
     out = subprocess.run(
         [NODE, "--input-type=module", "-e", script],
@@ -113,6 +113,33 @@ def test_errors_are_chinese_sentences_with_the_servers_words_apart(modules: Path
         " return [ui.errText(e), ui.errDetail(e)]; })()",
     )
     assert made == ["无法连接服务。", "Failed to fetch"]
+
+
+def test_a_documents_parse_failure_is_a_chinese_sentence(modules: Path) -> None:
+    """The readers' messages (rag_app/readers) as the document row says them."""
+    messages = [
+        "not a valid PDF file (PdfiumError: Failed to load document (PDFium: Data format error).)",
+        "encrypted PDF: a password is required to open it",
+        "PDF has no extractable text (scanned or image-only?; OCR is off)",
+        "PDF has 3000 pages (limit 2000)",
+        "empty workbook (no cell text in any sheet)",
+        "cannot decode text (tried UTF-8, GB18030, UTF-16)",
+        "parse exceeded 120 s (set RAG_PARSE_TIMEOUT)",
+        "something new",
+        "",
+    ]
+    got = run_js(modules, f"{json.dumps(messages)}.map(ui.parseErrText)")
+    assert got == [
+        "不是有效的 PDF 文件（可能已损坏，或扩展名与内容不符）。",
+        "PDF 已加密，需要密码才能打开。",
+        "PDF 中没有可提取的文字（可能是扫描件，OCR 未开启）。",
+        "PDF 共 3000 页，超过上限 2000 页。",
+        "文件中没有可读取的文字。",
+        "无法识别文字编码（已尝试 UTF-8、GB18030、UTF-16）。",
+        "解析超时（超过 120 秒）。",
+        "解析失败。",
+        "解析失败。",
+    ]
 
 
 def test_list_times_are_short_and_local(modules: Path) -> None:
