@@ -10,6 +10,9 @@ never share or lock a user profile and run side by side), in a session of its ow
   parse child killed for its own time limit leaves no office process behind);
 * here, the wait gives up a few seconds after the limit and kills the process group.
 
+The work folder goes with the call; one left by a killed process is removed by a later call
+once it is an hour old.
+
 Without ``soffice``/``libreoffice`` on PATH the file fails with a reason naming ``make
 office-deps``. A .doc that is really a .docx (a ZIP package) is read directly; RTF saved as
 .doc is converted like a Word 97 file.
@@ -23,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from rag_app.readers.archive import DEFAULT_UNPACKED_MAX_MB, check_archive
@@ -35,6 +39,8 @@ OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ZIP_MAGIC = b"PK\x03\x04"
 RTF_MAGIC = b"{\\rtf"
 _GRACE_S = 10.0
+_PREFIX = "rag-office-"
+_STALE_S = 3600.0
 _SOFFICE_NAMES = ("soffice", "libreoffice")
 _INSTALL_HINT = (
     "install it with `make office-deps` (Debian: apt-get install libreoffice-writer-nogui "
@@ -76,6 +82,16 @@ def _command(soffice: str, profile: Path, target: str, outdir: Path, source: Pat
     return command
 
 
+def _sweep_stale(folder: Path) -> None:
+    """Remove the work folders of conversions whose process was killed before it could (a parse
+    child past its time limit): ours, in the same temporary directory, untouched for an hour."""
+    now = time.time()
+    for stale in folder.glob(f"{_PREFIX}*"):
+        with contextlib.suppress(OSError):
+            if stale.is_dir() and now - stale.stat().st_mtime > _STALE_S:
+                shutil.rmtree(stale, ignore_errors=True)
+
+
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
@@ -93,7 +109,8 @@ def convert(data: bytes, source_ext: str, target_ext: str) -> bytes:
             f"legacy .{kind} needs LibreOffice, which is not installed: {_INSTALL_HINT}, "
             f"or save the file as .{target_ext}"
         )
-    with tempfile.TemporaryDirectory(prefix="rag-office-") as folder:
+    _sweep_stale(Path(tempfile.gettempdir()))
+    with tempfile.TemporaryDirectory(prefix=_PREFIX) as folder:
         work = Path(folder)
         source = work / f"input.{kind}"
         source.write_bytes(data)

@@ -64,7 +64,7 @@ def _open(data: bytes) -> Any:
 def _layout(content: Any, notes: dict[str, list[int]]) -> Any:
     """A page's :class:`PageLayout` from its characters and rulings."""
     from rag_app.readers.pdf_borderless import find_borderless
-    from rag_app.readers.pdf_layout import Line, build_lines
+    from rag_app.readers.pdf_layout import Line, build_lines, rejoin
     from rag_app.readers.pdf_structure import PageLayout
     from rag_app.readers.pdf_tables import TableLimit, fill_tables, find_tables
 
@@ -81,8 +81,9 @@ def _layout(content: Any, notes: dict[str, list[int]]) -> Any:
             log.info("PDF page %d: no table finding (%s)", content.number, exc)
             notes["no_table_pages"].append(content.number)
     chars = fill_tables(tables, content.chars, content.number)
-    lines = build_lines(chars)
-    borderless, lines = find_borderless(lines, content.number)
+    # cut finely for borderless tables' narrow gutters, then joined again outside them
+    borderless, lines = find_borderless(build_lines(chars, split=0.25), content.number)
+    lines = rejoin(lines)
     tables.extend(borderless)
     lines.extend(Line("", t.x0, t.top, t.x1, t.bottom, 0.0, False, table=t) for t in tables)
     return PageLayout(content.number, content.height, lines)
@@ -258,7 +259,7 @@ def _info(document: Any) -> tuple[str | None, str | None]:
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:untitled(?:[\s-]*\d+)?|no title|title|document\s*\d*|文档\s*\d*|无标题(?:\s*\d+)?"
     r"|新建\s*\S*\s*文档(?:\s*\d+)?|slide\s*\d*|powerpoint presentation|presentation\s*\d*"
-    r"|<?unknown>?|none|null|-+)$"
+    r"|<?unknown>?|none|null|-+|about:blank|data:.*|(?:https?|file)://\S*)$"
 )
 _TOOL_PREFIX = re.compile(r"(?i)^(?:microsoft (?:word|excel|powerpoint)|wps(?: 文字)?)\s*-\s*")
 _FILE_NAME = re.compile(r"(?i)\.(?:docx?|xlsx?|pptx?|pdf|txt|rtf|odt|wps)$")

@@ -11,7 +11,9 @@ is a table when:
   three columns is no table.
 
 A row with its first column empty that hangs right under the previous one (gap under half a line)
-is a wrapped continuation: its pieces are joined to the cells above. Two-column tables and tables
+is a wrapped continuation, and so is every row closer to the one above than the table's rows
+are to each other (when they are spaced apart more than a cell's lines): its pieces are joined
+to the cells above. Two-column tables and tables
 without a header filling every column are left as text: a false table hurts more than a missed one.
 """
 
@@ -67,20 +69,27 @@ def _table(rows: list[list[Line]]) -> Table | None:
     pieces = [ln for row in rows for ln in row]
     if statistics.median(ln.x1 - ln.x0 for ln in pieces) > 0.4 * width:
         return None
+    gaps = [
+        min(ln.top for ln in b) - max(ln.bottom for ln in a)
+        for a, b in zip(rows, rows[1:], strict=False)
+    ]
+    height = statistics.median(ln.height for ln in pieces)
+    tight = min(gaps, default=0.0) + 0.3 * height
+    # rows spaced apart more than a cell's wrapped lines: the tight gaps are wraps
+    wraps_apart = bool(gaps) and max(gaps) > tight
     grid: list[list[str]] = []
-    prev_bottom = None
-    for row in rows:
+    for k, row in enumerate(rows):
         cells = [""] * len(bands)
         for ln in row:
-            k = _band_of(bands, ln)
-            cells[k] = join_text(cells[k], ln.text)
-        height = max(ln.height for ln in row)
-        hangs = prev_bottom is not None and min(ln.top for ln in row) - prev_bottom < 0.5 * height
-        if grid and not cells[0] and hangs:
+            i = _band_of(bands, ln)
+            cells[i] = join_text(cells[i], ln.text)
+        gap = gaps[k - 1] if k else 0.0
+        wrapped = wraps_apart and gap < tight
+        hangs = not cells[0] and gap < 0.5 * height
+        if grid and (wrapped or hangs):
             grid[-1] = [join_text(a, b) for a, b in zip(grid[-1], cells, strict=True)]
         else:
             grid.append(cells)
-        prev_bottom = max(ln.bottom for ln in row)
     if len(grid) < MIN_ROWS or not all(grid[0]):
         return None
     if sum(1 for r in grid if sum(1 for c in r if c) >= 2) < MIN_ROWS:
@@ -88,6 +97,8 @@ def _table(rows: list[list[Line]]) -> Table | None:
     xs = [a for a, _ in bands] + [bands[-1][1]]
     ys = [min(ln.top for ln in row) for row in rows] + [max(ln.bottom for ln in rows[-1])]
     table = Table(xs[0], ys[0], xs[-1], ys[-1], xs, ys, grid=grid)
+    table.size = statistics.median(ln.size for ln in pieces)
+    table.chars = sum(len(ln.text) for ln in pieces)
     return table
 
 

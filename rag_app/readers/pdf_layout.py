@@ -37,6 +37,7 @@ __all__ = [
     "normalize",
     "order_lines",
     "paragraphs",
+    "rejoin",
 ]
 
 _BULLETS = frozenset("•●○◆◇■□▪▶►–—-*·")
@@ -87,6 +88,8 @@ class Line:
     lead: float = 0.0  # width of the first word (Latin) or character (CJK)
     table: object | None = None
     column: int = 0  # 0: full width, 1: left, 2: right (set by order_lines)
+    row: int = -1  # the row of characters it was cut from (build_lines)
+    chars: list[PdfChar] = field(default_factory=list, repr=False)  # until rejoin()
 
     @property
     def height(self) -> float:
@@ -120,8 +123,10 @@ def _piece(chars: Sequence[PdfChar]) -> Line:
     prev: PdfChar | None = None
     for ch in chars:
         if prev is not None and not ch.text.isspace() and not prev.text.isspace():
-            gap = ch.x0 - prev.x1
-            if gap > 0.25 * max(ch.size, 1.0) and not (is_cjk(ch.text) or is_cjk(prev.text)):
+            # a space the PDF positioned instead of drawing: PDFium's word-space guess, or a
+            # quarter em between Latin characters
+            latin = not (is_cjk(ch.text) or is_cjk(prev.text))
+            if ch.space or (latin and ch.x0 - prev.x1 > 0.25 * max(ch.size, 1.0)):
                 parts.append(" ")
         parts.append(ch.text)
         prev = ch
@@ -146,8 +151,11 @@ def _piece(chars: Sequence[PdfChar]) -> Line:
     )
 
 
-def build_lines(chars: Sequence[PdfChar]) -> list[Line]:
-    """Rows of characters cut at wide gaps; top to bottom, left to right. O(n log n)."""
+def build_lines(chars: Sequence[PdfChar], split: float = 1.0) -> list[Line]:
+    """Rows of characters cut at gaps wider than ``split`` times the font size (and than
+    ``5 * split`` pt);
+    top to bottom, left to right. O(n log n). Each line keeps its characters for
+    :func:`rejoin` (which frees them)."""
     if not chars:
         return []
     ordered = sorted(chars, key=lambda c: c.bottom)
@@ -164,21 +172,52 @@ def build_lines(chars: Sequence[PdfChar]) -> list[Line]:
         row.append(ch)
     rows.append(row)
     lines: list[Line] = []
-    for row in rows:
+
+    def emit(piece: list[PdfChar], number: int) -> None:
+        if any(not c.text.isspace() for c in piece):
+            line = _piece(piece)
+            line.row, line.chars = number, piece
+            if line.text:
+                lines.append(line)
+
+    for number, row in enumerate(rows):
         row.sort(key=lambda c: c.x0)
         piece: list[PdfChar] = []
         for ch in row:
             if piece:
                 prev = piece[-1]
-                if ch.text == prev.text and abs(ch.x0 - prev.x0) < 0.3 * max(ch.size, 1.0):
+                if ch.text == prev.text and abs(ch.x0 - prev.x0) < 0.12 * max(ch.size, 1.0):
                     continue  # the same glyph drawn twice (fake bold, shadow)
-                if ch.x0 - prev.x1 > max(1.0 * max(ch.size, prev.size), 5.0):
-                    lines.append(_piece(piece))
+                if ch.x0 - prev.x1 > split * max(ch.size, prev.size, 5.0):
+                    emit(piece, number)
                     piece = []
             piece.append(ch)
-        if piece and any(not c.text.isspace() for c in piece):
-            lines.append(_piece(piece))
-    return [line for line in lines if line.text]
+        if piece:
+            emit(piece, number)
+    return lines
+
+
+def rejoin(lines: Sequence[Line], split: float = 1.0) -> list[Line]:
+    """Pieces of one row cut finer than ``split`` (see :func:`build_lines`) joined again where
+    their gap is narrower; every line's characters are released."""
+    out: list[Line] = []
+    for line in lines:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.table is None
+            and line.table is None
+            and prev.row == line.row >= 0
+            and line.x0 - prev.x1 <= split * max(line.size, prev.size, 5.0)
+        ):
+            merged = _piece(prev.chars + line.chars)
+            merged.row, merged.chars = line.row, prev.chars + line.chars
+            out[-1] = merged
+        else:
+            out.append(line)
+    for line in out:
+        line.chars = []
+    return out
 
 
 def _gutter(lines: Sequence[Line]) -> tuple[float, float] | None:
@@ -264,11 +303,19 @@ def order_lines(lines: list[Line]) -> list[Line]:
     return out
 
 
-def _starts_block(text: str) -> bool:
+_CLAUSE_END = frozenset("。；;：:！？!?")
+
+
+def _starts_block(text: str, after: str = "。") -> bool:
+    """Whether a line starting with ``text`` opens a new block (a bullet, a numbering marker)
+    after a line ending with ``after``: a numbered item's marker (（二）, 1.) right after a line
+    that ends mid-sentence is a wrapped citation ("修正案" + "（二）》"); 第X条/章/节 always open."""
     if text[0] in _BULLETS and len(text) > 1 and text[1] in " \u3000":
         return True
     marker = match_marker(text) if text[0] in "第（(一二三四五六七八九十0123456789" else None
-    return marker is not None
+    if marker is None:
+        return False
+    return marker.scheme in ("article", "part", "chapter", "section") or after[-1:] in _CLAUSE_END
 
 
 def margins(lines: Sequence[Line]) -> dict[int, tuple[float, float]]:
@@ -280,9 +327,18 @@ def margins(lines: Sequence[Line]) -> dict[int, tuple[float, float]]:
     return out
 
 
-def continues(prev: Line, line: Line, right: float, *, first: bool, gap_limit: float) -> bool:
+def continues(
+    prev: Line,
+    line: Line,
+    right: float,
+    *,
+    first: bool,
+    gap_limit: float,
+    indent_at: float | None = None,
+) -> bool:
     """Whether ``line`` continues the paragraph whose last line is ``prev`` (``first``: ``prev``
-    is that paragraph's first line; ``right``: the column's right edge)."""
+    is that paragraph's first line; ``right``: the column's right edge; ``indent_at``: the x of
+    the first-line indent when the page's paragraphs use one, a line there opens a paragraph)."""
     if prev.table is not None or line.table is not None or not line.text:
         return False
     if abs(prev.size - line.size) > 0.6 or prev.bold != line.bold:
@@ -292,7 +348,7 @@ def continues(prev: Line, line: Line, right: float, *, first: bool, gap_limit: f
     room = right - prev.x1
     if room > line.lead + 0.6 * line.size:
         return False  # the next word would have fitted: the previous line ended a paragraph
-    if _starts_block(line.text):
+    if _starts_block(line.text, prev.text.rstrip("”’\"')）」』")):
         return False
     indent = line.x0 - prev.x0
     unit = 0.8 * line.size
@@ -300,29 +356,56 @@ def continues(prev: Line, line: Line, right: float, *, first: bool, gap_limit: f
         return first and _starts_block(prev.text)
     if indent < -unit:  # outdented: the body under a first-line indent, else a new item
         return first
-    return True
+    # first-line indents in use: a line at the indent is a new paragraph's first line
+    return indent_at is None or abs(line.x0 - indent_at) > 0.5 * line.size
 
 
-def paragraphs(lines: list[Line]) -> list[Paragraph]:
+def _first_line_indent(lines: Sequence[Line], left: float) -> float | None:
+    """The x where this column's paragraphs start when they use a first-line indent: at least
+    two indented lines (1-4 em) followed by a line at the margin, and none by a line at the
+    same indent that is no new paragraph's (cannot be told here, so: the common x)."""
+    starts: list[float] = []
+    for a, b in zip(lines, lines[1:], strict=False):
+        if a.table is not None or b.table is not None or b.top <= a.top:
+            continue
+        if 0.8 * a.size < a.x0 - left < 4.2 * a.size and abs(b.x0 - left) < 0.5 * b.size:
+            starts.append(a.x0)
+    if len(starts) < 2:
+        return None
+    return statistics.median(starts)
+
+
+def paragraphs(lines: list[Line], rights: dict[int, float] | None = None) -> list[Paragraph]:
     """Group ordered lines (see :func:`order_lines`) into paragraphs; a table line is a
-    paragraph of its own (empty text, ``first.table`` set)."""
+    paragraph of its own (empty text, ``first.table`` set). ``rights``: the document's usual
+    right edge of each column, for a page whose longest line stops short of it (a last page)."""
     if not lines:
         return []
     page_margins = margins(lines)
+    for column, edge in (rights or {}).items():
+        if column in page_margins:
+            left, right = page_margins[column]
+            page_margins[column] = (left, max(right, edge))
     gaps = [
         b.top - a.bottom
         for a, b in zip(lines, lines[1:], strict=False)
         if a.column == b.column and a.table is None and b.table is None and b.top > a.top
     ]
     typical = statistics.median(gaps) if gaps else 0.0
+    indents = {
+        column: _first_line_indent([ln for ln in lines if ln.column == column], edges[0])
+        for column, edges in page_margins.items()
+    }
     out: list[Paragraph] = []
     for line in lines:
         if out and line.column == out[-1].last.column and line.top > out[-1].last.top:
             para = out[-1]
             prev = para.last
             right = page_margins.get(line.column, (0.0, prev.x1))[1]
-            limit = max(typical, 0.0) + 0.45 * line.size
-            if continues(prev, line, right, first=len(para.lines) == 1, gap_limit=limit):
+            limit = max(typical, 0.0) + max(1.5, 0.25 * line.size)
+            first = len(para.lines) == 1
+            indent_at = indents.get(line.column)
+            if continues(prev, line, right, first=first, gap_limit=limit, indent_at=indent_at):
                 para.text = join_text(para.text, line.text)
                 para.lines.append(line)
                 continue

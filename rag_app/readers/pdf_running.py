@@ -3,7 +3,8 @@
 A line in the top or bottom band of a page (the outer ``BAND`` of its height, at most the
 ``EDGE_LINES`` lines nearest the edge) is *running* when a line of the same text, digits aside
 ("第 3 页" = "第 12 页"), sits in the same band on at least ``max(2, 40 %)`` of the pages, or
-when it is a page number ("第 3 页", "- 3 -", "Page 3 of 10", "3/10", a bare number). Running
+when it is a page number ("第 3 页", "- 3 -", "Page 3 of 10", "3/10", a bare number); a line
+in another size than the repeated ones (a title under a header that repeats it) stays. Running
 lines are dropped from the body; the most frequent running header and footer text (page numbers
 aside) is kept as metadata.
 """
@@ -68,10 +69,14 @@ def find_running(pages: Sequence[tuple[Sequence[Line], float]]) -> Running:
     """Running lines of every page; ``pages`` holds each page's lines and height."""
     bands = [_band_lines(lines, height) for lines, height in pages]
     counts: Counter[tuple[str, str]] = Counter()
+    sizes: dict[tuple[str, str], list[float]] = {}
     for (lines, _), (top, bottom) in zip(pages, bands, strict=True):
-        seen = {("top", _key(lines[i].text)) for i in top}
-        seen |= {("bottom", _key(lines[i].text)) for i in bottom}
-        counts.update(seen)
+        seen = {("top", _key(lines[i].text)): lines[i].size for i in top}
+        seen |= {("bottom", _key(lines[i].text)): lines[i].size for i in bottom}
+        counts.update(seen.keys())
+        for key, size in seen.items():
+            sizes.setdefault(key, []).append(size)
+    usual = {key: sorted(v)[len(v) // 2] for key, v in sizes.items()}
     need = max(2, math.ceil(0.4 * len(pages)))
     drop: list[set[int]] = []
     texts: dict[str, Counter[str]] = {"top": Counter(), "bottom": Counter()}
@@ -79,10 +84,15 @@ def find_running(pages: Sequence[tuple[Sequence[Line], float]]) -> Running:
         gone: set[int] = set()
         for band, members in (("top", top), ("bottom", bottom)):
             for i in members:
-                key = _key(lines[i].text)
+                slot = (band, _key(lines[i].text))
                 if is_page_number(lines[i].text):
                     gone.add(i)
-                elif len(pages) > 1 and counts[(band, key)] >= need:
+                elif (
+                    len(pages) > 1
+                    and counts[slot] >= need
+                    # the same text in another size (a title under a header that repeats it)
+                    and abs(lines[i].size - usual[slot]) <= 0.15 * usual[slot]
+                ):
                     gone.add(i)
                     texts[band][lines[i].text] += 1
         drop.append(gone)

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import re
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -29,10 +30,11 @@ from rag_app.readers.pdf_layout import (
     ends_sentence,
     join_text,
     margins,
+    normalize,
     order_lines,
     paragraphs,
 )
-from rag_app.readers.pdf_running import find_running
+from rag_app.readers.pdf_running import find_running, is_page_number
 from rag_app.readers.pdf_tables import Table, merge_continued, render_table
 
 __all__ = ["Assembled", "PageLayout", "assemble"]
@@ -79,7 +81,11 @@ def _body_style(pages: list[list[Paragraph]]) -> tuple[float, bool]:
     total = 0
     for paras in pages:
         for p in paras:
-            if p.first.table is None:
+            table = p.first.table
+            if isinstance(table, Table):  # a table's text counts as body text too
+                sizes[round(table.size * 2) / 2] += table.chars
+                total += table.chars
+            elif table is None:
                 sizes[round(p.size * 2) / 2] += len(p.text)
                 bold += len(p.text) if p.bold else 0
                 total += len(p.text)
@@ -113,6 +119,16 @@ def _title(first: list[Paragraph], height: float, body: float) -> Paragraph | No
     return best
 
 
+def _echoes(p: Paragraph, title: Paragraph) -> bool:
+    """A smaller line above the title that says the same (a page header printing the title)."""
+    return (
+        p.first.table is None
+        and p.first.bottom <= title.first.top
+        and p.size < title.size
+        and normalize(p.text) == normalize(title.text)
+    )
+
+
 def _flows(prev: _Block, block: _Block) -> bool:
     """A paragraph that runs on over a page or column break (see the module docstring)."""
     if prev.kind != "para" or block.kind != "para" or prev.para is None or block.para is None:
@@ -134,17 +150,17 @@ def assemble(pages: list[PageLayout], meta_title: str | None) -> Assembled:
     laid = [p for p in pages if p.text is None]
     running = find_running([(p.lines, p.height) for p in laid])
     drops = dict(zip((p.number for p in laid), running.drop, strict=True))
-    page_paras: list[list[Paragraph]] = []
-    page_margins: list[dict[int, tuple[float, float]]] = []
-    for page in pages:
-        if page.text is not None:
-            page_paras.append([])
-            page_margins.append({})
-            continue
-        gone = drops.get(page.number, set())
-        lines = order_lines([ln for i, ln in enumerate(page.lines) if i not in gone])
-        page_paras.append(paragraphs(lines))
-        page_margins.append(margins(lines))
+    ordered = [
+        order_lines([ln for i, ln in enumerate(p.lines) if i not in drops.get(p.number, set())])
+        for p in pages
+    ]
+    page_margins = [margins(lines) for lines in ordered]
+    edges: dict[int, list[float]] = {}
+    for found in page_margins:
+        for column, (_, right) in found.items():
+            edges.setdefault(column, []).append(right)
+    rights = {column: statistics.median(values) for column, values in edges.items()}
+    page_paras = [paragraphs(lines, rights) for lines in ordered]
     body, body_bold = _body_style(page_paras)
     title_para = _title(page_paras[0], pages[0].height, body) if page_paras else None
     styles = sorted(
@@ -156,6 +172,12 @@ def assemble(pages: list[PageLayout], meta_title: str | None) -> Assembled:
         },
         key=lambda s: (-s[0], not s[1]),
     )
+    running_header = running.header
+    if title_para is not None:  # a one-page PDF's header that repeats the title (no repetition)
+        echo = [p for p in page_paras[0] if p is not title_para and _echoes(p, title_para)]
+        if echo:
+            page_paras[0] = [p for p in page_paras[0] if p not in echo]
+            running_header = running_header or echo[0].text
     base = 2 if title_para is not None else 1
     level = {s: min(base + k, 6) for k, s in enumerate(styles)}
 
@@ -200,8 +222,10 @@ def assemble(pages: list[PageLayout], meta_title: str | None) -> Assembled:
             blocks.append(block)
     text, starts = _render(blocks, len(pages))
     title = meta_title or (one_line(title_para.text) if title_para is not None else None)
+    if title is None and running_header and not is_page_number(running_header):
+        title = running_header  # a running header names the document more often than not
     tables = sum(1 for b in blocks if b.kind == "table")
-    return Assembled(text, starts, title, running.header, running.footer, tables)
+    return Assembled(text, starts, title, running_header, running.footer, tables)
 
 
 def _row_offset(rendered: str, table: Table, row: int) -> int:

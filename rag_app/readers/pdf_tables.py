@@ -60,6 +60,8 @@ class Table:
     grid: list[list[str]] = field(default_factory=list)
     spans: list[Span] = field(default_factory=list)
     pages: list[int] = field(default_factory=list)
+    size: float = 0.0  # the median font size of its text
+    chars: int = 0  # how many characters it holds
 
 
 def _cluster(values: list[float]) -> list[float]:
@@ -233,6 +235,9 @@ def fill_tables(tables: list[Table], chars: Sequence[PdfChar], page: int) -> lis
                 break
         else:
             outside.append(ch)
+    for k, t in enumerate(tables):
+        sizes = sorted(ch.size for (i, _, _), mine in cells.items() if i == k for ch in mine)
+        t.size, t.chars = (sizes[len(sizes) // 2], len(sizes)) if sizes else (0.0, 0)
     for (k, r, c), mine in cells.items():
         text = ""
         for line in build_lines(mine):

@@ -18,11 +18,13 @@ import csv
 import datetime as dt
 import io
 import logging
+import zipfile
 from collections.abc import Sequence
 from typing import Any
 
 from rag_app.readers._markdown import escape_block_start, gfm_table, one_line
 from rag_app.readers.base import ParsedFile, ReaderError
+from rag_app.readers.sheets_stream import StreamedTable, has_merged_cells
 from rag_app.readers.text import decode_text, normalize_newlines, require_zip_package, sniff_binary
 
 __all__ = ["fold_header", "header_depth", "read_csv", "read_xls", "read_xlsx", "render_sheets"]
@@ -138,22 +140,55 @@ def _plain(text: str) -> str:
     return "".join(text.replace("\\", "").split()).casefold()
 
 
-def read_xlsx(data: bytes, name: str = "") -> ParsedFile:
-    """Read an Excel workbook (``.xlsx``/``.xlsm``): every sheet a table under its name."""
+def read_xlsx(data: bytes, name: str = "", *, stream: bool | None = None) -> ParsedFile:
+    """Read an Excel workbook (``.xlsx``/``.xlsm``): every sheet a table under its name.
+
+    A workbook without merged cells is streamed (openpyxl ``read_only``: rows rendered as they
+    are read, sheets_stream.py); one with merged cells is loaded whole, as only a loaded sheet
+    knows its merged ranges. Both give the same text. ``stream``: force one way (tests)."""
     require_zip_package(data, ".xlsx", "a legacy .xls file; rename it .xls")
     try:
         from openpyxl import load_workbook
 
-        # not read_only: merged-cell ranges are only known to a fully loaded sheet
-        book = load_workbook(io.BytesIO(data), data_only=True)
+        if stream is None:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                stream = not has_merged_cells(archive)
+        book = load_workbook(io.BytesIO(data), data_only=True, read_only=stream)
     except MemoryError:  # over the parse's memory limit: not a broken file
         raise
     except Exception as exc:  # noqa: BLE001 - zipfile/openpyxl raise many types
         raise ReaderError(f"not a valid .xlsx file ({type(exc).__name__}: {exc})") from exc
     sheets: list[tuple[str, str]] = []
-    for sheet in book.worksheets:
-        sheets.append((sheet.title, sheet_table(*_sheet_cells(sheet))))
-    return _workbook(sheets, "xlsx", _core_title(book))
+    try:
+        for sheet in book.worksheets:
+            table = _streamed_table(sheet) if stream else sheet_table(*_sheet_cells(sheet))
+            sheets.append((sheet.title, table))
+        title = _core_title(book)
+    except (MemoryError, ReaderError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a read-only sheet is parsed while it is read
+        raise ReaderError(f"not a valid .xlsx file ({type(exc).__name__}: {exc})") from exc
+    finally:
+        if stream:
+            book.close()
+    return _workbook(sheets, "xlsx", title)
+
+
+def _streamed_table(sheet: Any) -> str:
+    """A read-only sheet's table, rendered row by row as it is read (no merged cells)."""
+    sheet.reset_dimensions()  # its <dimension> may claim far more (or less) than it holds
+    table = StreamedTable(MAX_DENSE_CELLS)
+    for row in sheet.iter_rows(values_only=True):
+        table.add([cell_text(v) for v in row])
+    text = table.table()
+    if text is None:  # sparse, an empty column between filled ones: the full load's grid
+        filled: dict[tuple[int, int], str] = {}
+        for r, row in enumerate(sheet.iter_rows(values_only=True), start=1):
+            for c, value in enumerate(row, start=1):
+                if t := cell_text(value):
+                    filled[(r, c)] = t
+        text = sheet_table(*_sparse_grid(filled, []))
+    return text
 
 
 def read_xls(data: bytes, name: str = "") -> ParsedFile:
@@ -249,10 +284,17 @@ def _sparse_cells(
 ) -> tuple[list[list[str]], list[Span]]:
     """The grid of the rows and columns that hold a value (in order; the empty ones between
     them dropped), and the merged ranges mapped onto it."""
-    from bisect import bisect_left, bisect_right
-
     filled = {(r, c): cell_text(cell.value) for (r, c), cell in cells.items()}
     filled = {key: text for key, text in filled.items() if text}
+    return _sparse_grid(filled, sheet.merged_cells.ranges)
+
+
+def _sparse_grid(
+    filled: dict[tuple[int, int], str], merged_ranges: Any
+) -> tuple[list[list[str]], list[Span]]:
+    """``_sparse_cells``'s grid from the texts by 1-based (row, column) and merged ranges."""
+    from bisect import bisect_left, bisect_right
+
     rows = sorted({r for r, _ in filled})
     cols = sorted({c for _, c in filled})
     row_at = {r: i for i, r in enumerate(rows)}
@@ -261,7 +303,7 @@ def _sparse_cells(
     for (r, c), text in filled.items():
         grid[row_at[r]][col_at[c]] = text
     spans: list[Span] = []
-    for merged in sheet.merged_cells.ranges:
+    for merged in merged_ranges:
         top, bottom = bisect_left(rows, merged.min_row), bisect_right(rows, merged.max_row) - 1
         left, right = bisect_left(cols, merged.min_col), bisect_right(cols, merged.max_col) - 1
         if top <= bottom and left <= right:
