@@ -135,7 +135,7 @@ function openCitation(res, n) {
   row("标题路径", pathNode(s.title_path, "citation-path"));
   row("分块", "#" + s.chunk_index + (s.version !== undefined ? " · v" + s.version : ""), "citation-chunk");
   row("字符区间", s.start_char + "–" + s.end_char, "citation-span");
-  if (hasBlockType(s.block_types, "table")) row("类型", el("span", { class: "badge table", text: "表格 table" }));
+  if (hasBlockType(s.block_types, "table")) row("类型", el("span", { class: "badge table", text: "表格" }));
   // the cited (or closest) units of this source (sentence, list item, table row) highlighted
   var citeText = $("cite-text");
   clear(citeText);

@@ -77,7 +77,7 @@ function chunkItem(c) {
     pathNode(c.title_path, "chunk-path"),
     el("span", { class: "spacer" }),
     hasBlockType(c.block_types, "table")
-      ? el("span", { class: "badge table", "data-testid": "chunk-table-badge", text: "表格 table" })
+      ? el("span", { class: "badge table", "data-testid": "chunk-table-badge", text: "表格" })
       : null,
     c.ocr
       ? el("span", {
@@ -92,7 +92,7 @@ function chunkItem(c) {
       class: "chip", "data-testid": "chunk-span", title: "字符区间 start_char–end_char",
       text: c.start_char + "–" + c.end_char,
     }),
-    el("span", { class: "chip", "data-testid": "chunk-tokens", text: c.token_count + " tokens" })
+    el("span", { class: "chip", "data-testid": "chunk-tokens", title: "词元数（token）", text: c.token_count + " token" })
   );
   return el(
     "li",

@@ -249,7 +249,7 @@ function renderMembership(tr, names) {
   names.forEach(function (name) {
     append(tags, el("span", {
       class: "tag" + (name === state.collection ? " current" : ""),
-      "data-testid": "doc-collection", title: "集合 Collection", text: name,
+      "data-testid": "doc-collection", title: "集合", text: name,
     }));
   });
   tags.parentNode.title = names.length ? "集合：" + names.join("、") : "";
