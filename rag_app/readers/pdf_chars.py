@@ -3,8 +3,8 @@
 Coordinates are in points with the origin at the top left of the page as displayed (``/Rotate``
 and a media box that does not start at 0 are applied), so ``top < bottom``.
 
-* Characters: PDFium's own (generated) spaces and line breaks are dropped (a generated space
-  marks the next character, ``space``), as are glyphs that are not upright on the displayed page (watermarks, vertical margin notes); the box is PDFium's
+* Characters: PDFium's own (generated) spaces and line breaks are dropped (a space, drawn or
+  generated, marks the next character, ``space``), as are glyphs that are not upright on the displayed page (watermarks, vertical margin notes); the box is PDFium's
   *loose* box (font ascent to descent), the same for every glyph of a line.
 * Segments: the horizontal and vertical straight pieces of stroked paths (lines, rectangles) and
   thin filled rectangles (the borders Chromium and many converters draw as filled rectangles);
@@ -163,6 +163,9 @@ def _read_chars(textpage: Any, frame: _Frame, content: PageContent, max_chars: i
             return
         text = chr(code)
         if text in "\r\n\t":
+            continue
+        if text == " ":  # where a space glyph's box lies varies by producer: mark the next char
+            space = True
             continue
         raw.FPDFText_GetLooseCharBox(textpage, index, rect)
         if upright:

@@ -192,13 +192,14 @@ def assemble(pages: list[PageLayout], meta_title: str | None) -> Assembled:
             new_column = k > 0 and p.first.column == 2 and paras[k - 1].last.column == 1
             if isinstance(table, Table):
                 prev = blocks[-1] if blocks else None
-                if (
-                    (k == 0 or new_column)
-                    and prev is not None
-                    and prev.table is not None
-                    and merge_continued(prev.table, table)
-                ):
-                    prev.marks.append((index, len(prev.table.grid) - len(table.grid)))
+                begins = (
+                    merge_continued(prev.table, table)
+                    if (k == 0 or new_column) and prev is not None and prev.table is not None
+                    else None
+                )
+                if prev is not None and begins is not None:
+                    if k == 0:
+                        prev.marks.append((index, begins))
                     continue
                 blocks.append(_Block("table", table=table, marks=[(index, 0)]))
                 continue
@@ -230,14 +231,15 @@ def assemble(pages: list[PageLayout], meta_title: str | None) -> Assembled:
 
 def _row_offset(rendered: str, table: Table, row: int) -> int:
     """Where the table's grid row ``row`` starts in its rendering (0 if it can't be found)."""
-    cells = (
-        [one_line(c).replace("|", "\\|") for c in table.grid[row]] if row < len(table.grid) else []
-    )
-    probe = next((c for c in cells if c), "")
-    sep = rendered.find("| ---")
-    if not probe or sep < 0:
+    if row >= len(table.grid):
         return 0
-    at = rendered.find(probe, sep)
+    cells = [one_line(c).replace("|", "\\|") for c in table.grid[row]]
+    sep = rendered.find("| ---")
+    whole = rendered.find("\n| " + " | ".join(cells) + " |", sep)
+    if sep >= 0 and whole >= 0:
+        return whole + 1
+    probe = next((c for c in cells if c), "")
+    at = rendered.find(probe, sep) if probe and sep >= 0 else -1
     return rendered.rfind("\n", 0, at) + 1 if at >= 0 else 0
 
 

@@ -250,15 +250,18 @@ def _header_rows(t: Table) -> int:
     return header_depth(t.grid, t.spans)
 
 
-def merge_continued(first: Table, second: Table) -> bool:
+def merge_continued(first: Table, second: Table) -> int | None:
     """Append ``second`` (the top of the next page or column) to ``first`` when its columns
-    start at the same offsets; its leading rows that repeat ``first``'s header are dropped. Returns whether merged."""
+    start at the same offsets; its leading rows that repeat ``first``'s header are dropped, and
+    a first row with an empty first cell under a row that has one is the rest of that row (Word
+    lets a row break across pages). Returns the row of ``first`` where ``second`` begins, or
+    None when it is no continuation."""
     if len(first.xs) != len(second.xs):
-        return False
+        return None
     # the columns' left edges (a borderless table's right edge is its longest cell's)
     starts = zip(first.xs[:-1], second.xs[:-1], strict=True)
     if any(abs((a - first.xs[0]) - (b - second.xs[0])) > 3.0 for a, b in starts):
-        return False
+        return None
     depth = min(_header_rows(first), len(second.grid))
     drop = 0
     if all(
@@ -266,13 +269,25 @@ def merge_continued(first: Table, second: Table) -> bool:
         for r in range(depth)
     ):
         drop = depth
+    begins = len(first.grid)
+    rest = second.grid[drop:] if drop < len(second.grid) else []
+    split_row = (
+        bool(rest)
+        and not rest[0][0]
+        and any(rest[0])
+        and bool(first.grid[-1][0])
+        and not any(top <= drop <= bottom and left == 0 for top, left, bottom, _ in second.spans)
+    )
+    if split_row:
+        first.grid[-1] = [join_text(a, b) for a, b in zip(first.grid[-1], rest[0], strict=True)]
+        begins, drop = begins - 1, drop + 1
     offset = len(first.grid) - drop
     first.grid.extend(second.grid[drop:])
     for top, left, bottom, right in second.spans:
         if bottom >= drop:
             first.spans.append((max(top, drop) + offset, left, bottom + offset, right))
     first.pages.extend(second.pages)
-    return True
+    return begins
 
 
 def render_table(t: Table) -> str:
