@@ -17,8 +17,8 @@ __all__ = ["BULLET", "NONE", "expand_level_text", "format_number"]
 BULLET = "bullet"
 NONE = "none"
 
-_DIGITS = "〇一二三四五六七八九"  # chineseCounting writes 0 as 〇 in its digit-by-digit range
-_TEN, _HUNDRED, _THOUSAND, _ZERO = "十", "百", "千", "〇"
+_DIGITS = "〇一二三四五六七八九"  # ideographDigital writes 0 as 〇 (一〇一)
+_TEN, _HUNDRED, _THOUSAND, _ZERO = "十", "百", "千", "零"
 _STEMS = "甲乙丙丁戊己庚辛壬癸"  # ideographTraditional: the ten heavenly stems
 _BRANCHES = "子丑寅卯辰巳午未申酉戌亥"  # ideographZodiac: the twelve earthly branches
 _LEGAL = "零壹贰叁肆伍陆柒捌玖"  # chineseLegalSimplified
@@ -53,24 +53,20 @@ def _tens(value: int) -> str:
 
 
 def chinese_counting(value: int) -> str:
-    """``chineseCounting``: 一…九十九 spelled out; 100..9999 digit by digit (一〇一)."""
-    if 1 <= value <= 99:
-        return _tens(value)
-    if 100 <= value <= 9999:
-        return "".join(_DIGITS[int(d)] for d in str(value))
-    return str(value)
+    """``chineseCounting`` / ``chineseCountingThousand``: 一, 十, 十一, 二十一, 一百, 一百零一,
+    一百一十, 一千零一十, up to 9999 (then digits).
 
-
-def chinese_counting_thousand(value: int) -> str:
-    """``chineseCountingThousand``: 一百〇一, 一百一十, 一千〇一十, up to 9999."""
+    Past 99 this writes the numbers as Chinese text writes them (一百零一), as LibreOffice shows
+    both formats; Word's own drawing past 99 may differ (Open XML PowerTools draws 一〇一 and
+    一百〇一), but 第一百零一条 is how statutes and the people asking about them write it.
+    """
     if 1 <= value <= 99:
         return _tens(value)
     if not 100 <= value <= 9999:
         return str(value)
     out: list[str] = []
-    units = ((1000, _THOUSAND), (100, _HUNDRED), (10, _TEN), (1, ""))
     pending_zero = False
-    for size, unit in units:
+    for size, unit in ((1000, _THOUSAND), (100, _HUNDRED), (10, _TEN), (1, "")):
         digit = value // size % 10
         if digit == 0:
             pending_zero = bool(out)
@@ -147,10 +143,10 @@ _FORMATS: dict[str, Callable[[int], str]] = {
     "upperRoman": _roman,
     "lowerRoman": lambda v: _roman(v).lower(),
     "chineseCounting": chinese_counting,
-    "chineseCountingThousand": chinese_counting_thousand,
-    "japaneseCounting": chinese_counting_thousand,
+    "chineseCountingThousand": chinese_counting,
+    "japaneseCounting": chinese_counting,
     "taiwaneseCounting": chinese_counting,
-    "taiwaneseCountingThousand": chinese_counting_thousand,
+    "taiwaneseCountingThousand": chinese_counting,
     "ideographDigital": lambda v: "".join(_DIGITS[int(d)] for d in str(v)),
     "chineseLegalSimplified": _legal_simplified,
     "ideographTraditional": _cycle(_STEMS),
