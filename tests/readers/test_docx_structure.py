@@ -166,3 +166,34 @@ def test_a_docx_of_only_unnumbered_empty_paragraphs_is_still_empty() -> None:
     number(document.add_paragraph(""), 5)  # List Number in python-docx's template: counted, empty
     with pytest.raises(ReaderError, match="^empty document"):
         read_bytes(save(document), "empty.docx")
+
+
+def test_numbered_paragraphs_and_text_boxes_inside_table_cells_keep_their_labels() -> None:
+    from docx.oxml import parse_xml
+
+    document = _document()
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "事项", "要求"
+    table.cell(1, 0).text = "报销材料"
+    cell = table.cell(1, 1)
+    number(cell.paragraphs[0], 1).add_run("出差申请单")
+    number(cell.add_paragraph("住宿发票"), 1)
+    box = text_box_paragraph("", "须原件")
+    cell._tc.append(parse_xml(box))
+    document.add_paragraph("表后第一段。")
+    number(document.add_paragraph("正文里的下一项"), 1)  # the same list counts on after the table
+    definition = numbering_xml(abstract(0, lvl(0, "decimal", "%1.")), num(1, 0))
+    text = read_bytes(save(document, numbering=definition), "cell.docx").text
+    assert "| 报销材料 | 1. 出差申请单 2. 住宿发票 须原件 |" in text
+    assert text.endswith("表后第一段。\n\n3. 正文里的下一项")
+
+
+def test_list_styles_without_numbering_definitions_still_read_as_lists() -> None:
+    """A numbering part that lacks the style's definition: "List Number" still counts 1., 2.
+    and "List Bullet" is still a bullet."""
+    document = _document()
+    for item in ("出差申请单", "交通票据"):
+        document.add_paragraph(item, style="List Number")
+    document.add_paragraph("禁止共享账号", style="List Bullet")
+    text = read_bytes(save(document, numbering=numbering_xml()), "bare.docx").text
+    assert text == "1. 出差申请单\n\n2. 交通票据\n\n- 禁止共享账号"
