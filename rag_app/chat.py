@@ -31,6 +31,7 @@ class AskFn(Protocol):
         doc_ids: Sequence[str] | None,
         *,
         on_text: TextSink | None = None,
+        collection_ids: Sequence[str] | None = None,
     ) -> Answer: ...
 
 
@@ -85,10 +86,12 @@ class ChatService:
         doc_ids: Sequence[str] | None = None,
         on_text: TextSink | None = None,
         collections: Sequence[str] = (),
+        reach: Sequence[str] | None = None,
     ) -> ChatTurn:
         """Resolve, answer and store one turn (``on_text``: the answer's text as an LLM writes
         it; ``collections``: the collection ids a new conversation is asked in, kept with it;
-        ``doc_ids`` is the scope they give)."""
+        ``doc_ids`` is the scope they give; ``reach``: the collection ids whose annotations
+        may answer, None: any of the tenant)."""
         history: list[str] = []
         if conversation_id is not None:
             limit = self.rewriter.history_turns if self.rewriter is not None else 1
@@ -103,7 +106,9 @@ class ChatService:
                 rewritten = self.rewriter.rewrite(question, history)
                 if rewritten is not None and _norm(rewritten) != _norm(resolved):
                     resolved, rule = rewritten, "llm"
-            answer = self.ask(resolved, tenant, top_k, doc_ids, on_text=on_text)
+            answer = self.ask(
+                resolved, tenant, top_k, doc_ids, on_text=on_text, collection_ids=reach
+            )
         if conversation_id is None:  # created once its first turn is answered
             conversation_id = self.store.create(
                 tenant, key_id, title=question.strip(), collections=collections

@@ -127,13 +127,19 @@ class AnswerEngine(BaseQueryEngine):
         with stage("neighbors"):
             return self.neighbors.postprocess_nodes(nodes, query_bundle=bundle)
 
-    def answer(self, request: Request, on_text: TextSink | None = None) -> AnswerResult:
+    def answer(
+        self,
+        request: Request,
+        on_text: TextSink | None = None,
+        bundle: QueryBundle | None = None,
+    ) -> AnswerResult:
         """Evidence, decision and answer for one question within its scope (``on_text``: an
-        LLM answer's text as it is written, see CitationSynthesizer.synthesize)."""
+        LLM answer's text as it is written, see CitationSynthesizer.synthesize; ``bundle``: the
+        question's, with its vector when already computed)."""
         question = request.question
         t0 = time.perf_counter()
         with llm_budget(self.synthesizer.budget):  # from here (a chat turn's: from its start)
-            bundle = QueryBundle(question)
+            bundle = QueryBundle(question) if bundle is None else bundle
             nodes = self.evidence(request, bundle=bundle)
             t1 = time.perf_counter()
             with stage("gate"):  # the reading stage reuses the question's vector from retrieval

@@ -19,6 +19,7 @@ from llama_index.core.ingestion import IngestionPipeline
 from llama_index.core.schema import NodeWithScore
 
 from rag_app.analysis.followup_llm import LLMFollowUpRewriter
+from rag_app.annotations import AnnotationService
 from rag_app.chat import ChatService
 from rag_app.config import Settings
 from rag_app.embeddings import load_embedding
@@ -32,6 +33,7 @@ from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.scope import Request
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.store import doctor
+from rag_app.store.annotations import AnnotationStore
 from rag_app.store.api_keys import ApiKeyStore
 from rag_app.store.collection_name import collection_for
 from rag_app.store.collections import CollectionStore
@@ -126,6 +128,9 @@ class KnowledgeBase:
         )
         self.feedback = FeedbackStore(self.ledger.engine)
         self.collections = CollectionStore(self.ledger.engine)
+        self.annotations = AnnotationService(  # answered first (rag_app/annotations.py)
+            AnnotationStore(self.ledger.engine), self.ledger, self._embedding, settings.embedding
+        )
 
     @classmethod
     def open(
@@ -367,13 +372,18 @@ class KnowledgeBase:
         *,
         collections: Sequence[str] | None = None,
         on_text: TextSink | None = None,
+        collection_ids: Sequence[str] | None = None,
     ) -> Answer:
         """Answer with backend citations, or refuse (with the reason and the closest sources)
         when no unit of the evidence answers the question. ``collections`` (names) or
         ``doc_ids`` narrow what it reads (CollectionNotFound for an unknown name). ``on_text``
-        receives an LLM answer's text as it is written (streaming; the Answer is what counts)."""
+        receives an LLM answer's text as it is written (streaming; the Answer is what counts).
+        A matching annotation of these collections (``collection_ids``, or those named; None:
+        any) or of the whole tenant answers first (rag_app/annotations.py)."""
         scope = self.collections.scope(tenant, collections, doc_ids)
-        return self.query.ask(Request.of(question, tenant, top_k, scope), on_text)
+        request = Request.of(question, tenant, top_k, scope)
+        ids = self.collections.ids(tenant, collections) if collections else collection_ids
+        return self.annotations.ask(request, ids, lambda b: self.query.ask(request, on_text, b))
 
     # ----- maintenance (store/doctor.py) ------------------------------------------------------
     def doctor(

@@ -9,12 +9,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_app.config import Settings
 from rag_app.engine import AnswerEngine, AnswerResult, build_answer_engine
 from rag_app.retrieval.hybrid import HybridRetriever
 from rag_app.retrieval.prf import feedback_params
+from rag_app.retrieval.record import record_of
 from rag_app.retrieval.scope import Request, Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.store.protocols import RetrievalLedger
@@ -25,24 +26,8 @@ from rag_app.types import REFUSAL, Answer, Source
 
 def node_to_source(node: NodeWithScore) -> Source:
     """A retrieved node as a citation-ready ``Source`` (fields from the ledger, not a model)."""
-    m = node.node.metadata
-    return Source(
-        text=node.node.get_content(),
-        source=str(m.get("source", "")),
-        doc_id=str(m["doc_id"]),
-        chunk_id=node.node.node_id,
-        chunk_index=int(m["chunk_index"]),
-        version=int(m["version"]),
-        score=round(float(node.score or 0.0), 6),
-        title_path=str(m.get("title_path", "")),
-        start_char=int(m["start_char"]),
-        end_char=int(m["end_char"]),
-        prefix_chars=int(m.get("prefix_chars", 0)),
-        suffix_chars=int(m.get("suffix_chars", 0)),
-        block_types=str(m.get("block_types", "")),
-        tenant=str(m.get("tenant", "")),
-        chunk_parts=list(m.get("chunk_parts") or []),  # NeighborExpansion's merged parts
-    )
+    score = round(float(node.score or 0.0), 6)
+    return record_of(node.node).to_source(node.node.get_content(), score)
 
 
 class QueryService:
@@ -124,11 +109,13 @@ class QueryService:
                     )
         return self._engine
 
-    def ask(self, request: Request, on_text: TextSink | None = None) -> Answer:
+    def ask(
+        self, request: Request, on_text: TextSink | None = None, bundle: QueryBundle | None = None
+    ) -> Answer:
         """Answer with backend citations, or refuse (with the reason and the closest sources)
         when no unit of the evidence answers the question (``on_text``: an LLM answer's text
-        as it is written)."""
-        return answer_of(self.engine.answer(request, on_text))
+        as it is written; ``bundle``: the question's, its vector computed or not)."""
+        return answer_of(self.engine.answer(request, on_text, bundle))
 
 
 def answer_of(result: AnswerResult) -> Answer:

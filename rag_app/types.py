@@ -145,6 +145,26 @@ class Citation(BaseModel):
 Outcome = Literal["answered", "qualified", "refused"]
 
 
+class AnnotationRef(BaseModel):
+    """The annotation (人工标注) an answer is: who wrote it, when, and how the question matched."""
+
+    annotation_id: int
+    author: str = Field("", description="The API key (name) that wrote or last edited it.")
+    updated_at: float = Field(description="Last edited, epoch seconds.")
+    collection_id: str | None = Field(None, description="Its collection; None: tenant-wide.")
+    match: Literal["exact", "similar"] = Field(
+        description="exact: the same question (whitespace, punctuation and case aside); "
+        "similar: a close paraphrase stating the same numbers, codes and names."
+    )
+    similarity: float = Field(description="Cosine of the two questions' embeddings (1: exact).")
+    annotated_question: str
+    citation: Literal["current", "updated", "deleted"] | None = Field(
+        None,
+        description="Its cited chunk: still as annotated (then the source), or re-parsed / "
+        "deleted since (then no source, and the answer says so); None: it cites none.",
+    )
+
+
 class AnswerFields(BaseModel):
     """An answer's fields but its sources (the API serves them with file names): marker ``[n]``
     refers to ``sources[n-1]``.
@@ -211,6 +231,11 @@ class AnswerFields(BaseModel):
         "or citing no source); the extractive answer (or the gate's refusal) stands instead.",
     )
     timings: dict[str, float] = Field(default_factory=dict)
+    annotation: AnnotationRef | None = Field(
+        None,
+        description="The answer is an editor's annotation of a matching question (mode "
+        "'annotation'), given before retrieval; None: the knowledge base answered.",
+    )
 
 
 class Answer(AnswerFields):

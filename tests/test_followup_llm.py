@@ -88,6 +88,7 @@ class _Ask:
         doc_ids: Sequence[str] | None,
         *,
         on_text: Any = None,
+        collection_ids: Any = None,
     ):  # type: ignore[no-untyped-def]
         self.asked.append(question)
         return Answer(question=question, answer="答案")

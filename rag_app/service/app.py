@@ -21,12 +21,14 @@ from rag_app import __version__
 from rag_app.config import Settings
 from rag_app.kb import KnowledgeBase
 from rag_app.service import (
+    routes_annotations,
     routes_chat,
     routes_collections,
     routes_documents,
     routes_feedback,
     routes_query,
 )
+from rag_app.service.client_limits import ClientLimits, ClientPolicy
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.errors import install_error_handlers
 from rag_app.service.headers import SecurityHeaders
@@ -145,6 +147,12 @@ def create_app(
     )
     install_error_handlers(app)
     install_redoc(app, DOCS_ASSETS_URL)
+    limits = ClientPolicy(
+        max_requests=settings.max_connections_per_client,
+        min_rate=settings.body_min_rate,
+        grace=settings.body_rate_grace,
+    )
+    app.add_middleware(ClientLimits, policy=limits)  # inside SecurityHeaders: its 429/408 too
     app.add_middleware(SecurityHeaders)
     app.state.service = state
     app.state.pool = pool
@@ -153,6 +161,7 @@ def create_app(
     app.include_router(routes_query.router)
     app.include_router(routes_chat.router)
     app.include_router(routes_feedback.router)
+    app.include_router(routes_annotations.router)
     app.include_router(routes_collections.router)
     if (WEB_DIR / "index.html").is_file():
         app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")

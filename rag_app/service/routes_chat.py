@@ -67,6 +67,7 @@ def chat(key: KeyDep, body: ChatBody, state: StateDep) -> ChatOut | StreamingRes
                 doc_ids=scope,
                 on_text=on_text,
                 collections=chosen,
+                reach=chosen or key.collections,
             )
         except ConversationNotFound:
             raise _not_found(body.conversation_id or "") from None

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import StreamingResponse
 
-from rag_app.service.access import scope_for
+from rag_app.service.access import as_names, scope_for
 from rag_app.service.deps import KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
 from rag_app.service.schemas import AnswerOut, AskIn, RetrieveIn, RetrieveOut, SourceOut
@@ -62,11 +62,14 @@ def ask(key: KeyDep, body: AskBody, state: StateDep) -> AnswerOut | StreamingRes
     if not body.question.strip():
         raise HTTPException(422, "question is empty")
     scope = scope_for(state, key, body.collection, body.doc_ids)
+    names = as_names(body.collection)  # whose annotations may answer (scope_for checked them)
+    reach = state.kb.collections.ids(key.tenant, names) if names else key.collections
 
     def produce(on_text: TextSink | None = None) -> AnswerOut:
         answer = state.kb.ask(
-            body.question, tenant=key.tenant, top_k=body.top_k, doc_ids=scope, on_text=on_text
-        )
+            body.question, tenant=key.tenant, top_k=body.top_k, doc_ids=scope, on_text=on_text,
+            collection_ids=reach,
+        )  # fmt: skip
         return answer_out(state, answer, AnswerOut)
 
     return AnswerStream(produce).response() if body.stream else produce()

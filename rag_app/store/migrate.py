@@ -8,7 +8,7 @@ of each document's *active* version (inactive rows are crash leftovers ``rag doc
 the keyword index rows of those chunks (SQLite FTS5 ⇄ PostgreSQL ``chunk_keywords``: the same
 jieba tokens, so both backends index the same terms), API keys (hashes only) and the ingestion
 queue (job ids kept; PostgreSQL's id sequence moved past them), collections (with their
-documents and the keys limited to them). Vectors are not in the ledger:
+documents and the keys limited to them), annotations (ids kept). Vectors are not in the ledger:
 they stay where they are (the KB directory's Chroma, or the Chroma server), keyed by the same
 chunk ids, so after the copy the KB opens with ``RAG_DATABASE_URL=<target>`` and serves the same
 answers.
@@ -26,6 +26,7 @@ from sqlalchemy import Table, and_, func, insert, select, text
 
 from rag_app.store.ledger import Ledger
 from rag_app.store.schema import (
+    annotation_table,
     api_key_collections,
     api_keys,
     chunks,
@@ -80,6 +81,11 @@ def copy_ledger(
         ("collections", doc_collections, select(doc_collections)),
         ("collection_documents", collection_documents, select(collection_documents)),
         ("api_key_collections", api_key_collections, select(api_key_collections)),
+        (
+            "annotations",
+            annotation_table,
+            select(annotation_table).order_by(annotation_table.c.annotation_id),
+        ),
     ]
     with source.engine.connect() as src, target.engine.begin() as dst:
         # kb_meta rows are written when a ledger is opened (same keys): the source's win
@@ -103,13 +109,14 @@ def copy_ledger(
                     )
                 target.row_keywords.insert(dst, batch)
                 note("row_keywords", len(batch))
-        if target.is_postgres and counts.get("jobs"):
-            dst.execute(
-                text(
-                    "SELECT setval(pg_get_serial_sequence('jobs', 'job_id'), "
-                    "(SELECT max(job_id) FROM jobs))"
+        for name, column in (("jobs", "job_id"), ("annotations", "annotation_id")):
+            if target.is_postgres and counts.get(name):
+                dst.execute(
+                    text(
+                        f"SELECT setval(pg_get_serial_sequence('{name}', '{column}'), "
+                        f"(SELECT max({column}) FROM {name}))"
+                    )
                 )
-            )
     for name in ("documents", "chunks", "keywords", "api_keys", "jobs", "kb_meta"):
         counts.setdefault(name, 0)
     target.keywords_changed()

@@ -3,7 +3,7 @@ the small helpers the stores share (timestamps, clipped error messages, ``kb_met
 
 Tables: ``kb_meta``, ``documents``, ``chunks`` (the ledger proper, store/ledger.py), ``api_keys``
 (store/api_keys.py), ``jobs`` (store/jobs.py), ``conversations``/``conversation_turns``
-(store/conversations.py), ``feedback`` (store/feedback.py), ``doc_collections``,
+(store/conversations.py), ``feedback`` (store/feedback.py), ``annotations`` (store/annotations.py), ``doc_collections``,
 ``collection_documents`` and ``api_key_collections`` (store/collections.py); the keyword index:
 ``chunk_fts`` + ``chunk_fts_rows`` on SQLite (store/keywords_sqlite.py), ``chunk_keywords`` on
 PostgreSQL (store/keywords_postgres.py).
@@ -25,6 +25,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -169,6 +170,34 @@ feedback = Table(
     Column("created_at", Float, nullable=False),
     Column("expected", Text),  # JSON: the reviewer's {"answer", "refuse"}; NULL: none given
     Index("ix_feedback_tenant_created", "tenant", "created_at"),
+)
+
+# Annotations (人工标注; store/annotations.py): an editor's answer to a question (or "should be
+# refused"), answered first when a later question matches it, within its tenant and collection
+# (NULL: the whole tenant). A cited chunk is kept with its document version and text hash, so a
+# re-parsed or deleted chunk is told apart from the one the editor cited.
+annotation_table = Table(
+    "annotations",
+    metadata,
+    Column("annotation_id", Integer, primary_key=True, autoincrement=True),
+    Column("tenant", String(128), nullable=False),
+    Column("collection_id", String(16)),
+    Column("question", Text, nullable=False),
+    Column("normalized", Text, nullable=False),
+    Column("answer", Text, nullable=False, default=""),
+    Column("should_refuse", Integer, nullable=False, default=0),
+    Column("doc_id", String(64)),
+    Column("chunk_id", String(96)),
+    Column("chunk_version", Integer),
+    Column("chunk_hash", String(64)),
+    Column("author_key_id", String(32), nullable=False, default=""),
+    Column("author", String(128), nullable=False, default=""),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    # the question's embedding (float32 bytes) and the model that made it: loaded, not recomputed
+    Column("embedding", String(64)),
+    Column("vector", LargeBinary),
+    Index("ix_annotations_tenant", "tenant", "updated_at"),
 )
 
 # Collections (store/collections.py): named groups of a tenant's documents (HR policies, IT
