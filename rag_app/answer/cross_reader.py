@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from rag_app.e5_numpy import NumpyTop, top_shapes
+from rag_app.retrieval.record import record_of
 
 FORMAT = "rag-cross-reader/1"
 DEFAULT_HEAD = Path(__file__).with_name("reader_head.npz")
@@ -116,7 +117,7 @@ def reading_text(node: Any, unit: Any) -> str:
     """What the reader reads of an answer unit (an :class:`~rag_app.answer.units.AnswerUnit`
     of ``node``, a ``NodeWithScore``): its heading path, then a table row as column-value pairs
     or a sentence or item within :data:`WINDOW_CHARS` of its passage."""
-    title = str(node.node.metadata.get("title_path", ""))
+    title = record_of(node.node).title_path
     if unit.kind == "row" and unit.header:
         body = row_text(unit.header, unit.cells)
     else:

@@ -19,6 +19,7 @@ from llama_index.core.schema import NodeWithScore
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalysis
 from rag_app.answer.units import AnswerUnit
+from rag_app.retrieval.record import record_of
 
 FEATURES: tuple[str, ...] = (
     "cov_unit",  # IDF-weighted fuzzy coverage of the question terms in the unit (+lead-in/header)
@@ -273,10 +274,10 @@ class FeatureExtractor:
         pw = {k: v for k, v in w.items() if k in {_norm(lex, t) for t in analysis.phrase}}
         entities = [_norm(lex, e) for e in analysis.entities]
         ctx_texts = []
-        for node in nodes:
-            path = str(node.node.metadata.get("title_path", ""))
+        paths_raw = [record_of(n.node).title_path for n in nodes]
+        for node, path in zip(nodes, paths_raw, strict=True):
             ctx_texts.append(_norm(lex, path + "\n" + node.node.get_content()))
-        paths = [_norm(lex, str(n.node.metadata.get("title_path", ""))) for n in nodes]
+        paths = [_norm(lex, path) for path in paths_raw]
         everything = "\n".join(ctx_texts)
         missing_all = [t for t in w if term_credit(t, everything) < 1.0]
         miss_all = max((w[t] for t in missing_all), default=0.0) / wmax

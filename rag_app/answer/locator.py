@@ -38,6 +38,7 @@ from rag_app.answer.question_features import (
 )
 from rag_app.answer.reader import PassageReader, cosine_embedder
 from rag_app.answer.units import AnswerUnit, evidence_units
+from rag_app.retrieval.record import record_of
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.text.numerals import in_words
 from rag_app.types import Outcome
@@ -323,7 +324,7 @@ class AnswerLocator:
         """The passages with their heading paths, normalised and with their canonical forms:
         the evidence as the gate reads it."""
         return with_canonical_forms(self._normalize("\n".join(
-            str(n.node.metadata.get("title_path", "")) + "\n" + n.node.get_content() for n in nodes
+            record_of(n.node).title_path + "\n" + n.node.get_content() for n in nodes
         )))  # fmt: skip
 
     def _absent_values(self, analysis: QuestionAnalysis, evidence: str) -> list[str]:

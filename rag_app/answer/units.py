@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
+from rag_app.retrieval.record import record_of
+
 _SENTENCE = re.compile(r"[^。！？；!?\n]+[。！？；!?]?")
 _SEPARATOR = re.compile(r"^\|?\s*:?-{2,}")
 _ITEM = re.compile(
@@ -111,7 +113,7 @@ def evidence_units(nodes: Sequence[NodeWithScore]) -> list[AnswerUnit]:
     """Units of every evidence node, numbered by node (1-based, the citation order)."""
     out: list[AnswerUnit] = []
     for n, node in enumerate(nodes, start=1):
-        path = str(node.node.metadata.get("title_path", ""))
+        path = record_of(node.node).title_path
         headings = frozenset(p.strip().lstrip("#").strip() for p in path.split(" > ") if p.strip())
         out.extend(split_units(node.node.get_content(), n, headings))
     return out

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
+from rag_app.retrieval.record import ChunkRecord, chunk_node, record_of
 from rag_app.store.protocols import ChunkReader
 from rag_app.types import ChunkInfo
 
@@ -36,23 +37,6 @@ def is_cut(chunk: ChunkInfo, following: ChunkInfo | None) -> bool:
     if "list" in kinds and "list" in next_kinds and following.prefix_chars > 0:
         return True
     return not body_of(chunk).rstrip().endswith(TERMINALS)
-
-
-def _chunk_from_node(node: TextNode) -> ChunkInfo:
-    m = node.metadata
-    return ChunkInfo(
-        chunk_id=node.node_id,
-        doc_id=m["doc_id"],
-        version=int(m["version"]),
-        chunk_index=int(m["chunk_index"]),
-        text=node.get_content(),
-        title_path=str(m.get("title_path", "")),
-        start_char=int(m["start_char"]),
-        end_char=int(m["end_char"]),
-        prefix_chars=int(m.get("prefix_chars", 0)),
-        suffix_chars=int(m.get("suffix_chars", 0)),
-        block_types=str(m.get("block_types", "")),
-    )
 
 
 def merge_parts(run: Sequence[ChunkInfo]) -> tuple[str, list[tuple[int, int, int]]]:
@@ -101,13 +85,14 @@ class NeighborExpansion(BaseNodePostprocessor):
             return []
         hits: dict[str, ChunkInfo] = {}
         score_of: dict[str, float] = {}
-        meta_of: dict[str, dict[str, Any]] = {}
+        record_of_hit: dict[str, ChunkRecord] = {}
         for n in nodes:  # deduplicate by chunk id, keep the best score
-            chunk = _chunk_from_node(n.node)  # type: ignore[arg-type]
+            record = record_of(n.node)
+            chunk = record.chunk(n.node.get_content())
             if chunk.chunk_id not in hits or (n.score or 0) > score_of[chunk.chunk_id]:
                 hits[chunk.chunk_id] = chunk
                 score_of[chunk.chunk_id] = float(n.score or 0.0)
-                meta_of[chunk.chunk_id] = dict(n.node.metadata)
+                record_of_hit[chunk.chunk_id] = record
         order = list(hits)  # evidence order = best hit first
         by_doc: dict[str, dict[int, ChunkInfo]] = {}
         for chunk in hits.values():
@@ -155,8 +140,8 @@ class NeighborExpansion(BaseNodePostprocessor):
             run = [have[i] for i in range(lo, hi + 1)]
             emitted.update(c.chunk_id for c in run)
             text, parts = merge_parts(run)
-            meta = dict(meta_of[chunk_id])
-            meta.update(
+            record = record_of_hit[chunk_id].updated(
+                chunk_id=run[0].chunk_id,
                 chunk_index=run[0].chunk_index,
                 chunk_parts=parts if len(run) > 1 else [],
                 chunk_ids=",".join(c.chunk_id for c in run),
@@ -170,7 +155,5 @@ class NeighborExpansion(BaseNodePostprocessor):
                 expanded=len(run) > 1,
             )
             best = max(score_of.get(c.chunk_id, float("-inf")) for c in run)
-            meta["chunk_id"] = run[0].chunk_id
-            node = TextNode(id_=run[0].chunk_id, text=text, metadata=meta)
-            out.append(NodeWithScore(node=node, score=best))
+            out.append(NodeWithScore(node=chunk_node(record, text), score=best))
         return out

@@ -19,6 +19,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
 from rag_app.answer.features import weighted_coverage
+from rag_app.retrieval.record import record_of, with_fields
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.text.tokenizer import label_tokens, query_tokens
 
@@ -87,7 +88,7 @@ class LexicalReranker(BaseNodePostprocessor):
         labels = set(label_tokens(question))
         out = []
         for rank, node in enumerate(nodes, start=1):
-            path = str(node.node.metadata.get("title_path", ""))
+            path = record_of(node.node).title_path
             text = node.node.get_content()
             # labels that head the path or start a line of the text (an article's own label,
             # not a cross-reference such as "依照本法第三十三条")
@@ -122,9 +123,12 @@ class LexicalReranker(BaseNodePostprocessor):
                 + self.w_line * f["line"]
                 + self.w_label * f["label"]
             )
-            node.node.metadata["retrieval_score"] = float(node.score or 0.0)
-            node.node.metadata["rerank_coverage"] = round(f["coverage"], 4)
-            scored.append(NodeWithScore(node=node.node, score=round(score, 6)))
+            scored_node = with_fields(
+                node.node,
+                retrieval_score=float(node.score or 0.0),
+                rerank_coverage=round(f["coverage"], 4),
+            )
+            scored.append(NodeWithScore(node=scored_node, score=round(score, 6)))
         scored.sort(key=lambda n: -(n.score or 0.0))
         return scored[: self.top_n]
 

@@ -19,6 +19,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from rag_app.retrieval.fusion import reciprocal_rank_fusion, weighted_score_fusion
 from rag_app.retrieval.prf import expansion_terms, feedback_chunks
+from rag_app.retrieval.record import ChunkRecord, chunk_node
 from rag_app.retrieval.scope import Scope
 from rag_app.retrieval.stats import TermStatistics
 from rag_app.retrieval.timing import stage
@@ -35,25 +36,24 @@ _BRANCHES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-keyword")
 
 
 def chunk_to_node(chunk: ChunkInfo, source: str, tenant: str, extra: dict[str, Any]) -> TextNode:
-    return TextNode(
-        id_=chunk.chunk_id,
-        text=chunk.text,
-        metadata={
-            "doc_id": chunk.doc_id,
-            "chunk_id": chunk.chunk_id,
-            "chunk_index": chunk.chunk_index,
-            "version": chunk.version,
-            "title_path": chunk.title_path,
-            "start_char": chunk.start_char,
-            "end_char": chunk.end_char,
-            "prefix_chars": chunk.prefix_chars,
-            "suffix_chars": chunk.suffix_chars,
-            "block_types": chunk.block_types,
-            "source": source,
-            "tenant": tenant,
-            **extra,
-        },
+    """The retrieved node of ``chunk``: its :class:`ChunkRecord` (with the branches' ``extra``
+    ranks and scores) written once, read downstream through :func:`record_of`."""
+    record = ChunkRecord(
+        chunk_id=chunk.chunk_id,
+        doc_id=chunk.doc_id,
+        version=chunk.version,
+        chunk_index=chunk.chunk_index,
+        title_path=chunk.title_path,
+        start_char=chunk.start_char,
+        end_char=chunk.end_char,
+        prefix_chars=chunk.prefix_chars,
+        suffix_chars=chunk.suffix_chars,
+        block_types=chunk.block_types,
+        source=source,
+        tenant=tenant,
+        **extra,
     )
+    return chunk_node(record, chunk.text)
 
 
 def keyword_query_tokens(

@@ -23,6 +23,7 @@ from rag_app.answer.locator import AnswerDecision, AnswerLocator
 from rag_app.llm import build_llm as build_llm  # re-exported: the engine builds its LLM here
 from rag_app.llm import describe
 from rag_app.llm_budget import DEFAULT_BUDGET, call_llm, llm_budget
+from rag_app.retrieval.record import record_of
 from rag_app.synthesis.extractive import citation_of, compose
 from rag_app.synthesis.prompts import SYSTEM_PROMPT, USER_TEMPLATE, format_evidence
 from rag_app.types import REFUSAL, Citation
@@ -196,7 +197,7 @@ class CitationSynthesizer:
         lead = "\n".join(f"[{s.unit.source}] {s.unit.text}" for s in top)
         evidence = format_evidence(
             [
-                (i, str(n.node.metadata.get("title_path", "")), n.node.get_content())
+                (i, record_of(n.node).title_path, n.node.get_content())
                 for i, n in enumerate(nodes, start=1)
             ]
         )

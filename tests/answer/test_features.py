@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from llama_index.core.schema import NodeWithScore, TextNode
 
 from rag_app.analysis import QuestionAnalyzer
 from rag_app.answer.features import FEATURES, FeatureExtractor, term_credit, weighted_coverage
 from rag_app.answer.units import evidence_units
+from tests.answer.nodes import evidence_node
 
 ANALYZER = QuestionAnalyzer()
 
 
 def features(question: str, texts: list[str], embed=None) -> tuple[list[str], np.ndarray]:  # type: ignore[no-untyped-def]
-    nodes = [NodeWithScore(node=TextNode(text=t, metadata={"title_path": ""})) for t in texts]
+    nodes = [evidence_node(t, n=i) for i, t in enumerate(texts)]
     analysis = ANALYZER(question)
     units = evidence_units(nodes)
     weights = dict.fromkeys(analysis.terms, 1.0)
@@ -179,12 +179,7 @@ def test_an_anonymised_name_the_evidence_lacks_is_the_most_specific_word() -> No
 def test_a_unit_is_read_under_its_heading() -> None:
     """The title names the subject of a sentence that refers to it by a pronoun: the titled
     features credit it, the unit's own features do not."""
-    node = NodeWithScore(
-        node=TextNode(
-            text="乍都节公园位于曼谷。它的面积约为0.304平方公里。",
-            metadata={"title_path": "乍都节公园"},
-        )
-    )
+    node = evidence_node("乍都节公园位于曼谷。它的面积约为0.304平方公里。", "乍都节公园")
     analysis = ANALYZER("乍都节公园的面积有多大？")
     units = evidence_units([node])
     weights = dict.fromkeys(analysis.terms, 1.0)

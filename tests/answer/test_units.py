@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from llama_index.core.schema import NodeWithScore, TextNode
-
 from rag_app.answer.units import evidence_units, split_units
+from tests.answer.nodes import evidence_node
 
 TEXT = """# 信息安全
 
@@ -47,8 +46,8 @@ def test_rows_pair_cells_with_column_names() -> None:
 
 def test_headings_are_not_units_and_nodes_are_numbered() -> None:
     nodes = [
-        NodeWithScore(node=TextNode(text="# 标题\n正文第一句。", metadata={"title_path": "标题"})),
-        NodeWithScore(node=TextNode(text="另一份资料的句子。", metadata={})),
+        evidence_node("# 标题\n正文第一句。", "标题"),
+        evidence_node("另一份资料的句子。", n=1),
     ]
     units = evidence_units(nodes)
     assert [(u.source, u.text) for u in units] == [(1, "正文第一句。"), (2, "另一份资料的句子。")]
@@ -62,7 +61,7 @@ def test_a_decision_carries_every_unit_of_the_evidence() -> None:
 
     items = "\n".join(f"（{n}）第{n}项要求的内容；" for n in "一二三四五六七八九十")
     text = f"第五条 员工应当遵守下列要求：\n{items}\n"
-    nodes = [NodeWithScore(node=TextNode(text=text, metadata={"title_path": ""}))]
+    nodes = [evidence_node(text)]
     locator = AnswerLocator(
         AnswerModel.load(), QuestionAnalyzer(), TermStatistics(None), threshold=0.0
     )
