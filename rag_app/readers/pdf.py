@@ -25,6 +25,11 @@ import re
 from typing import Any
 
 from rag_app.readers.base import ParsedFile, ReaderError
+from rag_app.readers.pdf_borderless import find_borderless
+from rag_app.readers.pdf_chars import PDFIUM_LOCK, read_page
+from rag_app.readers.pdf_layout import Line, build_lines, rejoin
+from rag_app.readers.pdf_structure import PageLayout, assemble
+from rag_app.readers.pdf_tables import Table, TableLimit, fill_tables, find_tables
 from rag_app.readers.text import normalize_newlines
 
 __all__ = ["MAX_PAGES", "MAX_PAGE_CHARS", "MAX_PAGE_SEGMENTS", "PAGE_SEPARATOR", "read_pdf"]
@@ -61,17 +66,13 @@ def _open(data: bytes) -> Any:
         raise ReaderError(f"not a valid PDF file ({type(exc).__name__}: {exc})") from exc
 
 
-def _layout(content: Any, notes: dict[str, list[int]]) -> Any:
-    """A page's :class:`PageLayout` from its characters and rulings."""
-    from rag_app.readers.pdf_borderless import find_borderless
-    from rag_app.readers.pdf_layout import Line, build_lines, rejoin
-    from rag_app.readers.pdf_structure import PageLayout
-    from rag_app.readers.pdf_tables import TableLimit, fill_tables, find_tables
-
+def _layout(content: Any, notes: dict[str, list[int]]) -> PageLayout:
+    """A page's :class:`PageLayout` from its characters and rulings (imported at the top: the
+    parse server imports this module once, its forked children then parse at once)."""
     if content.dense:
         notes["plain_pages"].append(content.number)
         return PageLayout(content.number, content.height, text=_clean_page(content.plain))
-    tables = []
+    tables: list[Table] = []
     if content.too_many_segments:
         notes["no_table_pages"].append(content.number)
     elif content.segments:
@@ -98,11 +99,8 @@ def read_pdf(data: bytes, *, ocr: bool = True) -> ParsedFile:
     ``page_starts[i]`` is the offset in ``text`` where page ``i`` (0-based) begins, so the
     page of a character offset ``x`` is ``bisect.bisect_right(page_starts, x) - 1``.
     """
-    from rag_app.readers.pdf_chars import PDFIUM_LOCK, read_page
-    from rag_app.readers.pdf_structure import PageLayout, assemble
-
     notes: dict[str, list[int]] = {"plain_pages": [], "no_table_pages": []}
-    layouts: list[Any] = []
+    layouts: list[PageLayout] = []
     failed = 0
     with PDFIUM_LOCK:
         document = _open(data)
