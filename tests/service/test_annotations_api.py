@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.service import test_key_scope_attacks as attacks
 from tests.service.conftest import Service
-from tests.service.test_key_scope_attacks import Estate, estate  # noqa: F401
+from tests.service.test_key_scope_attacks import Estate
+
+estate = attacks.estate  # the fixture: tenant acme's collections, a limited key (issue 65)
 
 Q = "一线城市住宿标准是多少？"
 
