@@ -21,6 +21,9 @@ for ((i = 1; i <= $#; i++)); do
     if [ "${!i}" = "--set" ]; then j=$((i + 1)); set_name="${!j}"; fi
 done
 export RAG_SHARED_DATA="${RAG_SHARED_DATA:-$(cd "$here/.." && pwd)/shared/data}"
-export RAG_FORMATS_COMMIT="$commit $(git -C "$here" log -1 --format=%s "$commit" | cut -c1-100)"
+export RAG_FORMATS_COMMIT="$commit${RAG_FORMATS_NOTE:+ [$RAG_FORMATS_NOTE]} $(git -C "$here" log -1 --format=%s "$commit" | cut -c1-100)"
+# the parse child runs `python -m rag_app...`: from the commit's tree, never the checkout's
+cd "$code"
+export PYTHONPATH="$code"
 exec "$here/.venv/bin/python" "$code/benchmarks/formats/measure.py" \
     --out "$here/benchmarks/results/formats_${set_name}.json" "$@"

@@ -57,7 +57,7 @@ from rag_app.eval.metrics import first_hit_rank, squash  # noqa: E402
 K = 5
 DEFAULTS = {  # questions, distractors, byte budget
     "retqa_tables_zh": (80, 20, 650_000),
-    "laws_zh": (40, 4, 700_000),
+    "laws_zh": (40, 4, 500_000),
 }
 
 
@@ -121,9 +121,11 @@ def measure_format(subset: Subset, fmt: str, items: list[QAItem], ask_items: lis
     folder, rendered = render(subset, fmt)
     kb_dir = tmp / f"kb-{fmt}"
     kb = KnowledgeBase.open(kb_dir, embed_model=model)
+    load = os.getloadavg()[0]
     t0 = time.perf_counter()
     report = kb.ingest([folder])
     seconds = time.perf_counter() - t0
+    load = round((load + os.getloadavg()[0]) / 2, 1)  # the machine is shared: say how busy
     failed = [{"file": Path(f.path).name, "reason": (f.reason or "")[:200]}
               for f in report.files if f.status == "FAILED"]  # fmt: skip
     rel_md = {target_name(r, fmt): r for r in subset.docs}
@@ -133,6 +135,7 @@ def measure_format(subset: Subset, fmt: str, items: list[QAItem], ask_items: lis
             "seconds": round(seconds, 1),
             "chunks": report.total_chunks,
             "failed": len(failed),
+            "load_avg_1m": load,
             "failures": failed[:5],
         },  # fmt: skip
         "retrieval": retrieval(kb, folder, items),
@@ -143,6 +146,38 @@ def measure_format(subset: Subset, fmt: str, items: list[QAItem], ask_items: lis
     kb.close()
     shutil.rmtree(kb_dir, ignore_errors=True)
     return entry
+
+
+def speed(subset: Subset, formats: list[str], rounds: int, model: Any, tmp: Path) -> dict:
+    """End-to-end ``kb.ingest`` seconds per format, the formats alternated ``rounds`` times
+    (fresh KB each time; best and median, with the machine's load)."""
+    import statistics
+
+    runs: dict[str, list[float]] = {f: [] for f in formats}
+    loads: list[float] = []
+    info = {f: render(subset, f)[1] for f in formats}
+    for r in range(rounds):
+        for fmt in formats if r % 2 == 0 else formats[::-1]:
+            folder = render(subset, fmt)[0]
+            kb = KnowledgeBase.open(tmp / f"speed-{fmt}-{r}", embed_model=model)
+            loads.append(os.getloadavg()[0])
+            t0 = time.perf_counter()
+            kb.ingest([folder])
+            runs[fmt].append(round(time.perf_counter() - t0, 2))
+            kb.close()
+            shutil.rmtree(tmp / f"speed-{fmt}-{r}", ignore_errors=True)
+            print(f"speed {fmt} round {r}: {runs[fmt][-1]} s", flush=True)
+    out: dict[str, Any] = {"rounds": rounds, "load_avg_1m": [round(x, 1) for x in loads]}
+    for fmt, secs in runs.items():
+        out[fmt] = {"seconds": secs, "best": min(secs), "median": statistics.median(secs),
+                    "pages": info[fmt].get("pages")}  # fmt: skip
+        if info[fmt].get("pages"):
+            out[fmt]["pages_per_s_best"] = round(info[fmt]["pages"] / min(secs), 2)
+    if "md" in runs:
+        for fmt in runs:
+            out[fmt]["md_over_this_best"] = round(out["md"]["best"] / out[fmt]["best"], 3)
+            out[fmt]["md_over_this_median"] = round(out["md"]["median"] / out[fmt]["median"], 3)
+    return out
 
 
 def summary_line(fmt: str, e: dict[str, Any]) -> str:
@@ -189,6 +224,8 @@ def main() -> None:
     parser.add_argument("--label", default="before", help="the run's name in the results file")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--render-only", action="store_true")
+    parser.add_argument("--speed", type=int, default=0,
+                        help="only ingest speed: the formats alternated N times")  # fmt: skip
     args = parser.parse_args()
     path = require_shared(args.set)[args.set]
     q, d, b = DEFAULTS[args.set]
@@ -216,6 +253,14 @@ def main() -> None:
 
     run: dict[str, Any] = {"git": git_head(), "engine": str(Path(rag_app.__file__).parent),
                            "provenance": provenance(), "formats": {}}  # fmt: skip
+    if args.speed:
+        with tempfile.TemporaryDirectory(prefix="formats-speed-") as tmp:
+            run = {**run, "speed": speed(subset, args.formats, args.speed, model, Path(tmp))}
+        run.pop("formats")
+        results.setdefault("speed", {})[args.label] = run
+        out_path.write_text(json.dumps(results, ensure_ascii=False, indent=1))
+        print(json.dumps(run["speed"], indent=1), f"\nwrote {out_path}")
+        return
     results.setdefault("runs", {})[args.label] = run
     with tempfile.TemporaryDirectory(prefix="formats-") as tmp:
         for fmt in args.formats:
