@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,36 @@ def test_a_bad_xref_is_repaired_or_fails_with_a_reason() -> None:
 def test_a_pdf_with_no_objects_at_all_fails_with_a_reason() -> None:
     with pytest.raises(ReaderError, match=r"^not a valid PDF file \("):
         read_bytes(b"%PDF-1.7\n" + b"0" * 5000 + b"\n%%EOF\n", "empty.pdf")
+
+
+def test_hostile_pdfs_fail_in_the_parse_child_and_the_good_one_ingests(
+    tmp_path: Path,
+    embed_model,  # type: ignore[no-untyped-def]
+) -> None:
+    """Through the parse child (forked from the parse server that imported PDFium): the
+    10,000-page file FAILS with its reason, a garbage file too, the good PDF's chunks have no
+    running header and carry their pages."""
+    from rag_app import KnowledgeBase
+    from tests.readers.pdf_samples import Doc
+
+    good = Doc(header="某某公司 报销制度").heading("报销制度", 18)
+    rule = "员工因公出差发生的交通、住宿费用，凭有效票据在出差结束后十五个工作日内报销。"
+    for n in "一二三四五六七八九十":
+        good.para(f"第{n}条 {rule * 4}")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "many.pdf").write_bytes(_blank_pages(10_000))
+    (folder / "garbage.pdf").write_bytes(b"%PDF-1.7\n" + b"0" * 5000 + b"\n%%EOF\n")
+    (folder / "good.pdf").write_bytes(good.pdf())
+    with KnowledgeBase.open(tmp_path / "kb", embed_model=embed_model) as kb:
+        report = kb.ingest([folder])
+        results = {Path(f.path).name: f for f in report.files}
+        docs = {Path(d.rel_path).name: d for d in kb.documents()}
+        chunks = kb.chunks(docs["good.pdf"].doc_id)
+    assert results["many.pdf"].status == "FAILED"
+    assert results["many.pdf"].reason == "PDF has 10000 pages (limit 5000)"
+    assert results["garbage.pdf"].status == "FAILED"
+    assert str(results["garbage.pdf"].reason).startswith("not a valid PDF file")
+    assert results["good.pdf"].status == "SUCCESS" and results["good.pdf"].chunks >= 2
+    assert len(chunks) >= 2 and not any("某某公司" in c.text for c in chunks)
+    assert any(c.pages.endswith("2") for c in chunks) and all(c.title_path for c in chunks)
