@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from rag_app.chunking.headings import match_marker
 from rag_app.readers._markdown import escape_block_start, one_line
+from rag_app.readers.pdf_columns import order_lines
 from rag_app.readers.pdf_layout import (
     Line,
     Paragraph,
@@ -31,7 +32,6 @@ from rag_app.readers.pdf_layout import (
     join_text,
     margins,
     normalize,
-    order_lines,
     paragraphs,
 )
 from rag_app.readers.pdf_running import find_running, is_page_number
