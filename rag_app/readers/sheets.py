@@ -19,11 +19,12 @@ import datetime as dt
 import io
 import logging
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rag_app.readers._markdown import escape_block_start, gfm_table, one_line
 from rag_app.readers.base import ParsedFile, ReaderError
+from rag_app.readers.sheet_xml import can_read, sheet_rows
 from rag_app.readers.sheets_stream import StreamedTable, has_merged_cells
 from rag_app.readers.text import decode_text, normalize_newlines, require_zip_package, sniff_binary
 
@@ -177,13 +178,17 @@ def read_xlsx(data: bytes, name: str = "", *, stream: bool | None = None) -> Par
 def _streamed_table(sheet: Any) -> str:
     """A read-only sheet's table, rendered row by row as it is read (no merged cells)."""
     sheet.reset_dimensions()  # its <dimension> may claim far more (or less) than it holds
+
+    def rows() -> Iterator[tuple[Any, ...]]:  # expat on the sheet's XML: openpyxl's values
+        return sheet_rows(sheet) if can_read(sheet) else sheet.iter_rows(values_only=True)
+
     table = StreamedTable(MAX_DENSE_CELLS)
-    for row in sheet.iter_rows(values_only=True):
+    for row in rows():
         table.add([cell_text(v) for v in row])
     text = table.table()
     if text is None:  # sparse, an empty column between filled ones: the full load's grid
         filled: dict[tuple[int, int], str] = {}
-        for r, row in enumerate(sheet.iter_rows(values_only=True), start=1):
+        for r, row in enumerate(rows(), start=1):
             for c, value in enumerate(row, start=1):
                 if t := cell_text(value):
                     filled[(r, c)] = t
