@@ -204,10 +204,10 @@ class AnnotationService:
         rows = []
         for a in annotations:
             model, raw = stored.get(a.annotation_id, ("", b""))
-            rows.append(
-                np.frombuffer(raw, dtype=np.float32) if model == self.embedding and raw
-                else self._unit(a.question)
-            )  # fmt: skip
+            if model != self.embedding or not raw:  # added by the CLI, or by another model
+                raw = self._stored(a.question)[1]
+                self.store.set_vector(a.annotation_id, (self.embedding, raw))
+            rows.append(np.frombuffer(raw, dtype=np.float32))
         return np.vstack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
 
     def index(self, tenant: str) -> TenantIndex:

@@ -1,5 +1,5 @@
 """The ``rag`` command line: ingest, retrieve, ask, chat, docs, chunks, delete, doctor, migrate,
-collections, keys, serve, worker, eval.
+collections, keys, feedback, annotations, serve, worker, eval.
 
 Every command takes ``--kb DIR`` (default ``$RAG_KB_DIR`` or ``./.rag``) and ``--json`` for
 machine-readable output on stdout (progress and messages go to stderr). The commands live by
@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from rag_app.cli.annotations import annotations_app
 from rag_app.cli.chat import chat, feedback_app
 from rag_app.cli.collections import collections_app
 from rag_app.cli.common import reflow_help, set_process_env_defaults, setup_logging
@@ -45,6 +46,7 @@ for _command in (ingest, retrieve, ask, chat, docs, chunks, delete, doctor, migr
 app.add_typer(collections_app, name="collections")
 app.add_typer(keys_app, name="keys")
 app.add_typer(feedback_app, name="feedback")
+app.add_typer(annotations_app, name="annotations")
 app.command()(serve)
 app.command()(worker)
 app.command("eval")(eval_cmd)

@@ -231,22 +231,31 @@ def feedback_export(
         str | None, typer.Option("--tenant", "-t", help="One tenant's (default: all).")
     ] = None,
     rating: Annotated[str | None, typer.Option("--rating", help="up or down.")] = "down",
+    annotations: Annotated[
+        bool, typer.Option("--annotations/--no-annotations", help="Add the annotations' cases.")
+    ] = True,
 ) -> None:
     """Write the feedback (default: the 👎) as a question file `rag eval` runs (rag eval FILE
     --kb KB). A 👎 fails while its answer's first line comes back (not_answer); it must also
     hold the right answer, or be refused, when `rag feedback correct` or the comment ("应该拒答",
     "should be refused") says so; its sources are not gold. A 👍 expects its first line again,
-    its sources' documents as gold. The comment stays with the case."""
+    its sources' documents as gold. The comment stays with the case. Each annotation (rag
+    annotations) adds a case expecting its answer, or a refusal."""
     import json
 
-    records = _feedback(kb, tenant, rating)
-    for record in records:
-        path.write(json.dumps(record.as_question(), ensure_ascii=False) + "\n")
+    records: list[Any] = _feedback(kb, tenant, rating)
+    cases = [record.as_question() for record in records]
+    if annotations:
+        with open_kb(kb, read_only=True) as base:
+            store = base.annotations.store
+            cases += [store.as_case(a) for a in store.list(tenant)]
+    for case in cases:
+        path.write(json.dumps(case, ensure_ascii=False) + "\n")
     name = str(getattr(path, "name", ""))
     name = name if name and not name.startswith("<") else "FILE"  # '-': <stdout>
     target = f"--kb {kb}" if kb is not None else "(the same --kb)"
     err.print(
-        f"wrote {len(records)} case(s); evaluate them: rag eval {name} {target} (read-only, "
+        f"wrote {len(cases)} case(s); evaluate them: rag eval {name} {target} (read-only, "
         "also beside a running rag serve; or --server URL --api-key KEY)",
         soft_wrap=True,
     )

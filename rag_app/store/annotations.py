@@ -223,6 +223,29 @@ class AnnotationStore:
         with self.engine.connect() as conn:
             return {int(r[0]): (str(r[1]), bytes(r[2])) for r in conn.execute(query).all()}
 
+    def set_vector(self, annotation_id: int, vector: Vector) -> None:
+        """Keep a question's embedding computed after it was stored (added without one, by the
+        CLI), without counting as an edit."""
+        embedding, raw = vector
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(table)
+                .where(table.c.annotation_id == annotation_id)
+                .values(embedding=embedding, vector=raw)
+            )
+
+    def as_case(self, annotation: Annotation) -> dict[str, object]:
+        """A line of a question file ``rag eval`` reads: the question must be answered with the
+        annotation's answer, or refused."""
+        case: dict[str, object] = {
+            "id": f"annotation-{annotation.annotation_id}",
+            "question": annotation.question,
+            "category": "annotation",
+        }
+        if annotation.should_refuse:
+            return {**case, "answerable": False, "refuse": True}
+        return {**case, "answerable": True, "answers": [annotation.answer.strip()]}
+
     def stamp(self, tenant: str) -> tuple[int, float]:
         """(count, latest update) of a tenant's annotations: what the matcher's index compares
         to notice writes by other processes (one indexed query)."""
