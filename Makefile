@@ -13,7 +13,7 @@ export RAGAS_DO_NOT_TRACK := true
 export ANONYMIZED_TELEMETRY := False
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install browser-deps ocr-deps office-deps postgres-deps run test lint typecheck pytest bench figures screenshots clean
+.PHONY: install browser-deps ocr-deps office-deps postgres-deps nginx-deps run test lint typecheck pytest bench figures screenshots clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,17 @@ postgres-deps:
 		echo "postgres-deps: no /usr/lib/postgresql/*/bin/initdb and not root; skipping (the PostgreSQL tests will skip)"; \
 	fi
 
+# nginx (Debian's nginx-light) for tests/service/test_nginx_proxy.py, which starts the reverse-proxy
+# recipe of deploy/nginx.conf on a free port (a temporary prefix, not as a service) in front of
+# a test server and stops it. Needs root for apt-get; otherwise that test skips itself.
+nginx-deps:
+	@if command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nginx-light; \
+	else \
+		echo "nginx-deps: no nginx and not root; skipping (the reverse-proxy test will skip)"; \
+	fi
+
 # `make run`: ingest the sample KB, answer four questions, print a demo API key, then serve the
 # UI + API on http://$(HOST):$(PORT)/ until Ctrl-C. `make run SERVE=0` stops after the answers.
 HOST ?= 127.0.0.1
@@ -99,7 +110,7 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy rag_app pipelines training
 
-pytest: install browser-deps ocr-deps office-deps postgres-deps
+pytest: install browser-deps ocr-deps office-deps postgres-deps nginx-deps
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck pytest

@@ -242,6 +242,22 @@ class Settings(BaseSettings):
         description="Service: seconds a client may pause while sending a request body (408 "
         "after), so that a stalled client does not hold its connection forever.",
     )
+    body_min_rate: float = Field(
+        1024.0,
+        ge=0,
+        description="Service: bytes/s a request body must average from its first read, after "
+        "RAG_BODY_RATE_GRACE seconds (408 and the connection closed below it: a body sent at "
+        "1 byte/s is cut after about the grace); 0 = no minimum.",
+    )
+    body_rate_grace: float = Field(
+        10.0, gt=0, description="Service: seconds before RAG_BODY_MIN_RATE applies to a body."
+    )
+    max_connections_per_client: int = Field(
+        32,
+        ge=0,
+        description="Service: requests in progress per client address (one more is answered "
+        "429 at once; behind a reverse proxy, the address it forwards); 0 = no cap.",
+    )
     json_max_kb: int = Field(
         256,
         gt=0,

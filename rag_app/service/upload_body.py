@@ -129,9 +129,9 @@ async def read_upload(
     """The file name and bytes of the ``file`` field of a ``multipart/form-data`` body.
 
     Reads ``stream`` only while the body stays within ``limit`` bytes of file data plus
-    ``FRAMING_SLACK`` (413 beyond: the rest is never read); 415 for another content type, 422
-    for a body without the field, 400 for a malformed one, 408 when the client pauses longer than
-    ``idle`` seconds.
+    ``FRAMING_SLACK`` (413 beyond: the rest is never read); 415 for another content type, 400
+    for a malformed or truncated one, 422 for a whole body without the field, 408 when the
+    client pauses longer than ``idle`` seconds.
     """
     ctype, params = parse_options_header(content_type or "")
     boundary = params.get(b"boundary")
@@ -166,8 +166,8 @@ async def read_upload(
         raise UploadRejected(400, f"malformed multipart body: {exc}") from None
     except BodyStalled as exc:
         raise UploadRejected(408, f"{exc} (RAG_BODY_TIMEOUT): send the file again") from None
+    if not parts.ended:  # cut anywhere, a part's headers included: broken, whatever it held
+        raise UploadRejected(400, "truncated multipart body: its closing boundary is missing")
     if not parts.found:
         raise UploadRejected(422, "no file: send it in the multipart field 'file'")
-    if not parts.ended:
-        raise UploadRejected(400, "truncated multipart body: its closing boundary is missing")
     return parts.filename, bytes(parts.data)
