@@ -109,6 +109,16 @@ def test_the_record_written_by_the_retriever_is_the_one_read_back() -> None:
     assert source.score == 0.5 and source.chunk_parts == []
 
 
+def test_a_source_and_a_ledger_chunk_get_every_field_the_record_shares() -> None:
+    """A field added to Source or ChunkInfo that the record lacks would silently stay at its
+    default: the fields each leaves out are listed here."""
+    from rag_app.types import Source
+
+    assert set(Source.model_fields) - set(ChunkRecord.model_fields) == {"text", "score"}
+    left_out = {"text", "token_count", "pages", "ocr"}  # not carried by retrieval (as before)
+    assert set(ChunkInfo.model_fields) - set(ChunkRecord.model_fields) == left_out
+
+
 def test_a_later_stage_writes_through_the_record() -> None:
     node = chunk_node(ChunkRecord(chunk_id="c", doc_id="d", version=1, chunk_index=0,
                                   start_char=0, end_char=4), "正文内容")  # fmt: skip

@@ -38,21 +38,7 @@ _BRANCHES = ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-keyword")
 def chunk_to_node(chunk: ChunkInfo, source: str, tenant: str, extra: dict[str, Any]) -> TextNode:
     """The retrieved node of ``chunk``: its :class:`ChunkRecord` (with the branches' ``extra``
     ranks and scores) written once, read downstream through :func:`record_of`."""
-    record = ChunkRecord(
-        chunk_id=chunk.chunk_id,
-        doc_id=chunk.doc_id,
-        version=chunk.version,
-        chunk_index=chunk.chunk_index,
-        title_path=chunk.title_path,
-        start_char=chunk.start_char,
-        end_char=chunk.end_char,
-        prefix_chars=chunk.prefix_chars,
-        suffix_chars=chunk.suffix_chars,
-        block_types=chunk.block_types,
-        source=source,
-        tenant=tenant,
-        **extra,
-    )
+    record = ChunkRecord.of_chunk(chunk, source=source, tenant=tenant, **extra)
     return chunk_node(record, chunk.text)
 
 

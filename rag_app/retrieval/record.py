@@ -11,7 +11,7 @@ reranker's scores, the neighbour expansion's merged parts) and read only here
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from llama_index.core.schema import BaseNode, TextNode
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,42 +57,26 @@ class ChunkRecord(BaseModel):
             raise TypeError(f"ChunkRecord has no field {', '.join(unknown)}")
         return type(self).model_validate({**self.model_dump(), **fields})
 
+    @classmethod
+    def of_chunk(cls, chunk: ChunkInfo, **fields: Any) -> ChunkRecord:
+        """The record of a ledger chunk (its text aside) with ``fields`` (where it came from,
+        the retriever's ranks)."""
+        return cls(**chunk.model_dump(include=_SHARED_WITH_CHUNK), **fields)
+
     def chunk(self, text: str) -> ChunkInfo:
         """The ledger chunk this record describes, with ``text`` (the node's)."""
-        return ChunkInfo(
-            chunk_id=self.chunk_id,
-            doc_id=self.doc_id,
-            version=self.version,
-            chunk_index=self.chunk_index,
-            text=text,
-            title_path=self.title_path,
-            start_char=self.start_char,
-            end_char=self.end_char,
-            prefix_chars=self.prefix_chars,
-            suffix_chars=self.suffix_chars,
-            block_types=self.block_types,
-        )
+        return ChunkInfo(text=text, **self.model_dump(include=_SHARED_WITH_CHUNK))
 
     def to_source(self, text: str, score: float) -> Source:
         """A citation-ready :class:`~rag_app.types.Source` (fields from the ledger, not a
         model)."""
-        return Source(
-            text=text,
-            source=self.source,
-            doc_id=self.doc_id,
-            chunk_id=self.chunk_id,
-            chunk_index=self.chunk_index,
-            version=self.version,
-            score=score,
-            title_path=self.title_path,
-            start_char=self.start_char,
-            end_char=self.end_char,
-            prefix_chars=self.prefix_chars,
-            suffix_chars=self.suffix_chars,
-            block_types=self.block_types,
-            tenant=self.tenant,
-            chunk_parts=list(self.chunk_parts),
-        )
+        return Source(text=text, score=score, **self.model_dump(include=_SHARED_WITH_SOURCE))
+
+
+# the ledger's fields (ChunkInfo: all but text, token_count, pages, ocr) and a Source's (all but
+# text and score)
+_SHARED_WITH_CHUNK: Final = set(ChunkRecord.model_fields) & set(ChunkInfo.model_fields)
+_SHARED_WITH_SOURCE: Final = set(ChunkRecord.model_fields) & set(Source.model_fields)
 
 
 def chunk_node(record: ChunkRecord, text: str) -> TextNode:
