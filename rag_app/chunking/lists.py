@@ -14,7 +14,7 @@ A lead-in longer than half the budget is not repeated whole: its last clause (af
 from __future__ import annotations
 
 from rag_app.chunking.blocks import Block
-from rag_app.chunking.pieces import Piece
+from rag_app.chunking.pieces import Piece, pack_units
 from rag_app.chunking.sentences import split_spans
 from rag_app.chunking.tokens import count_tokens
 
@@ -57,51 +57,16 @@ class ListSplitter:
     ) -> list[Piece] | None:
         """Pieces of ``block``; ``None`` if not ``fresh`` and no item fits ``first_budget``."""
         assert block.kind == "list" and block.items
-        budget = self.chunk_size
-        prefix = lead_in_prefix(text, block, budget)
-        prefix_t = count_tokens(prefix)
-        pieces: list[Piece] = []
-        first_item = block.items[0][0]
-        cur_start, cur_end = block.start, block.start
-        cur_t = count_tokens(text[block.start : first_item])
-        cur_prefix = ""
-        cur_items = 0
-        cur_over = False
-        limit = budget if first_budget is None else first_budget
-
-        def close() -> None:
-            pieces.append(
-                Piece("list", cur_start, cur_end, cur_t, cur_prefix, "", cur_over, block.path)
-            )
-
-        for s, e in block.items:
-            t = count_tokens(text[s:e])
-            if cur_t + t <= limit:
-                if cur_items == 0 and pieces:
-                    cur_start = s
-                cur_end, cur_t, cur_items = e, cur_t + t, cur_items + 1
-                continue
-            if cur_items == 0 and not pieces and not fresh:
-                return None
-            if cur_items:
-                close()
-                cur_start, cur_end, cur_t, cur_prefix = s, s, prefix_t, prefix
-                cur_items, cur_over, limit = 0, False, budget
-                if cur_t + t <= limit:
-                    cur_end, cur_t, cur_items = e, cur_t + t, 1
-                    continue
-            # the lead-in plus this one item is over the budget: cut the item (flagged)
-            avail = max(limit - max(cur_t, prefix_t), budget // 4, 1)
-            parts = split_spans(text, s, e, avail, separators=_ITEM_SEPARATORS) or []
-            for k, (ps, pe, pt) in enumerate(parts):
-                if k:
-                    close()
-                    cur_start, cur_t, cur_prefix, limit = ps, prefix_t, prefix, budget
-                cur_end, cur_t, cur_items, cur_over = pe, cur_t + pt, 1, True
-            close()
-            cur_start, cur_end, cur_t, cur_prefix = e, e, prefix_t, prefix
-            cur_items, cur_over, limit = 0, False, budget
-        if cur_items or not pieces:
-            close()
-        pieces[0].opens_label = block.level is not None
-        return pieces
+        return pack_units(
+            text,
+            block,
+            block.items,
+            head_end=block.items[0][0],
+            prefix=lead_in_prefix(text, block, self.chunk_size),
+            budget=self.chunk_size,
+            first_budget=first_budget,
+            fresh=fresh,
+            cut=lambda s, e, avail: (
+                split_spans(text, s, e, avail, separators=_ITEM_SEPARATORS) or []
+            ),
+        )

@@ -8,13 +8,14 @@ piece with a suffix must end one.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag_app.chunking.blocks import Block
 from rag_app.chunking.sentences import CHINESE_SEPARATORS, split_spans
 from rag_app.chunking.tokens import count_tokens
 
-__all__ = ["Piece", "split_code", "split_paragraph"]
+__all__ = ["Piece", "pack_units", "split_code", "split_paragraph"]
 
 _CODE_LINE_SEPARATORS = (" ", "")
 
@@ -54,6 +55,74 @@ def whole(block: Block, tokens: int) -> Piece:
         path=block.path,
         opens_label=block.level is not None,
     )
+
+
+def pack_units(
+    text: str,
+    block: Block,
+    units: Sequence[tuple[int, int]],
+    *,
+    head_end: int,
+    prefix: str,
+    budget: int,
+    first_budget: int | None,
+    fresh: bool,
+    cut: Callable[[int, int, int], list[tuple[int, int, int]]],
+) -> list[Piece] | None:
+    """A table's rows or a list's items (``units``: source spans) packed into pieces of
+    ``block.kind`` under the budget.
+
+    The first piece is the block's own beginning (``text[block.start:head_end]``: the caption,
+    header and separator, or the lead-in) and the first units that fit ``first_budget``; every
+    later piece starts with ``prefix`` and holds the next units that fit ``budget``. A unit that
+    does not fit alone (with the prefix) is cut by ``cut(start, end, avail)`` into contiguous
+    ``(start, end, tokens)`` parts of at most ``avail`` tokens, one piece each, flagged
+    ``oversized``. ``None``: not ``fresh`` and no unit fits ``first_budget``.
+    """
+    prefix_t = count_tokens(prefix)
+    pieces: list[Piece] = []
+    cur_start, cur_end = block.start, head_end
+    cur_t = count_tokens(text[block.start : head_end])
+    cur_prefix = ""
+    cur_units = 0
+    cur_over = False
+    limit = budget if first_budget is None else first_budget
+
+    def close() -> None:
+        pieces.append(
+            Piece(block.kind, cur_start, cur_end, cur_t, cur_prefix, "", cur_over, block.path)
+        )
+
+    for s, e in units:
+        t = count_tokens(text[s:e])
+        if cur_t + t <= limit:
+            if cur_units == 0 and pieces:
+                cur_start = s
+            cur_end, cur_t, cur_units = e, cur_t + t, cur_units + 1
+            continue
+        if cur_units == 0 and not pieces and not fresh:
+            return None
+        if cur_units:
+            close()
+            cur_start, cur_end, cur_t, cur_prefix = s, s, prefix_t, prefix
+            cur_units, cur_over, limit = 0, False, budget
+            if cur_t + t <= limit:
+                cur_end, cur_t, cur_units = e, cur_t + t, 1
+                continue
+        # the prefix plus this one unit is over the budget: cut the unit (flagged)
+        avail = max(limit - max(cur_t, prefix_t), budget // 4, 1)
+        for k, (ps, pe, pt) in enumerate(cut(s, e, avail)):
+            if k:
+                close()
+                cur_start, cur_t, cur_prefix, limit = ps, prefix_t, prefix, budget
+            cur_end, cur_t, cur_units, cur_over = pe, cur_t + pt, 1, True
+        close()
+        cur_start, cur_end, cur_t, cur_prefix = e, e, prefix_t, prefix
+        cur_units, cur_over, limit = 0, False, budget
+    if cur_units or not pieces:
+        close()
+    pieces[0].opens_label = block.level is not None
+    return pieces
 
 
 def split_paragraph(

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from rag_app.chunking.blocks import Block
-from rag_app.chunking.pieces import Piece
+from rag_app.chunking.pieces import Piece, pack_units
 from rag_app.chunking.sentences import split_spans
 from rag_app.chunking.tokens import count_tokens
 
@@ -63,54 +63,17 @@ class TableSplitter:
     ) -> list[Piece] | None:
         """Pieces of ``block``; ``None`` if not ``fresh`` and no row fits ``first_budget``."""
         assert block.kind == "table" and block.separator_span is not None
-        budget = self.chunk_size
-        prefix = table_prefix(text, block)
-        prefix_t = count_tokens(prefix)
-        pieces: list[Piece] = []
-        head_end = block.separator_span[1]
-        cur_start, cur_end = block.start, head_end
-        cur_t = count_tokens(text[block.start : head_end])
-        cur_prefix = ""
-        cur_rows = 0
-        cur_over = False
-        limit = budget if first_budget is None else first_budget
-
-        def close() -> None:
-            pieces.append(
-                Piece("table", cur_start, cur_end, cur_t, cur_prefix, "", cur_over, block.path)
-            )
-
-        for rs, re_ in block.rows:
-            t = count_tokens(text[rs:re_])
-            if cur_t + t <= limit:
-                if cur_rows == 0 and pieces:
-                    cur_start = rs
-                cur_end, cur_t, cur_rows = re_, cur_t + t, cur_rows + 1
-                continue
-            if cur_rows == 0 and not pieces and not fresh:
-                return None
-            if cur_rows:
-                close()
-                cur_start, cur_end, cur_t, cur_prefix = rs, rs, prefix_t, prefix
-                cur_rows, cur_over, limit = 0, False, budget
-                if cur_t + t <= limit:
-                    cur_end, cur_t, cur_rows = re_, cur_t + t, 1
-                    continue
-            # the header plus this one row is over the budget: cut the row between cells
-            avail = max(limit - max(cur_t, prefix_t), budget // 4, 1)
-            parts = self._row_parts(text, rs, re_, avail)
-            for k, (s, e, pt) in enumerate(parts):
-                if k and cur_rows:
-                    close()
-                    cur_start, cur_t, cur_prefix, limit = s, prefix_t, prefix, budget
-                cur_end, cur_t, cur_rows, cur_over = e, cur_t + pt, 1, True
-            close()
-            cur_start, cur_end, cur_t, cur_prefix = re_, re_, prefix_t, prefix
-            cur_rows, cur_over, limit = 0, False, budget
-        if cur_rows or not pieces:
-            close()
-        pieces[0].opens_label = block.level is not None
-        return pieces
+        return pack_units(
+            text,
+            block,
+            block.rows,
+            head_end=block.separator_span[1],
+            prefix=table_prefix(text, block),
+            budget=self.chunk_size,
+            first_budget=first_budget,
+            fresh=fresh,
+            cut=lambda s, e, avail: self._row_parts(text, s, e, avail),
+        )
 
     @staticmethod
     def _row_parts(text: str, start: int, end: int, avail: int) -> list[tuple[int, int, int]]:
