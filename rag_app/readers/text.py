@@ -18,6 +18,7 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+from collections.abc import Callable
 
 from rag_app.readers.base import ParsedFile, ReaderError
 
@@ -286,33 +287,24 @@ def text_title(text: str) -> str | None:
     return first
 
 
-def read_text(data: bytes, ext: str = ".txt") -> ParsedFile:
-    """Read a plain-text file (``fmt="text"``; title: :func:`text_title`)."""
+def _read_plain(
+    data: bytes, ext: str, fmt: str, title_of: Callable[[str], str | None]
+) -> ParsedFile:
+    """A decoded, cleaned text file of format ``fmt`` (its doc_type too), titled by ``title_of``."""
     raw, encoding = decode_text(data, ext)
     text = _clean(raw)
     if not text.strip():
         raise ReaderError("empty file")
     return ParsedFile(
-        text=text,
-        doc_type="text",
-        fmt="text",
-        title=text_title(text),
-        encoding=encoding,
-        metadata={},
+        text=text, doc_type=fmt, fmt=fmt, title=title_of(text), encoding=encoding, metadata={}
     )
+
+
+def read_text(data: bytes, ext: str = ".txt") -> ParsedFile:
+    """Read a plain-text file (``fmt="text"``; title: :func:`text_title`)."""
+    return _read_plain(data, ext, "text", text_title)
 
 
 def read_markdown(data: bytes, ext: str = ".md") -> ParsedFile:
     """Read a Markdown file (``fmt="markdown"``, title = first H1)."""
-    raw, encoding = decode_text(data, ext)
-    text = _clean(raw)
-    if not text.strip():
-        raise ReaderError("empty file")
-    return ParsedFile(
-        text=text,
-        doc_type="markdown",
-        fmt="markdown",
-        title=markdown_title(text),
-        encoding=encoding,
-        metadata={},
-    )
+    return _read_plain(data, ext, "markdown", markdown_title)
