@@ -13,6 +13,7 @@ import hashlib
 import re
 import time
 import unicodedata
+from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 from sqlalchemy import and_, delete, desc, func, insert, select, update
@@ -215,13 +216,22 @@ class AnnotationStore:
             done = conn.execute(delete(table).where(condition))
         return bool(done.rowcount)
 
-    def vectors(self, tenant: str) -> dict[int, Vector]:
-        """The stored question embeddings of a tenant's annotations, by id."""
-        query = select(table.c.annotation_id, table.c.embedding, table.c.vector).where(
-            and_(table.c.tenant == tenant, table.c.vector.is_not(None))
-        )
-        with self.engine.connect() as conn:
-            return {int(r[0]): (str(r[1]), bytes(r[2])) for r in conn.execute(query).all()}
+    def vectors(self, tenant: str, ids: Sequence[int]) -> dict[int, Vector]:
+        """The stored question embeddings of these annotations of a tenant, by id."""
+        found: dict[int, Vector] = {}
+        for start in range(0, len(ids), 500):
+            query = select(table.c.annotation_id, table.c.embedding, table.c.vector).where(
+                and_(
+                    table.c.tenant == tenant,
+                    table.c.vector.is_not(None),
+                    table.c.annotation_id.in_(ids[start : start + 500]),
+                )
+            )
+            with self.engine.connect() as conn:
+                found.update(
+                    {int(r[0]): (str(r[1]), bytes(r[2])) for r in conn.execute(query).all()}
+                )
+        return found
 
     def set_vector(self, annotation_id: int, vector: Vector) -> None:
         """Keep a question's embedding computed after it was stored (added without one, by the
