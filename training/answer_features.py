@@ -32,6 +32,7 @@ from rag_app.answer.question_features import QUESTION_FEATURES, question_terms
 from rag_app.answer.reader import cosines
 from rag_app.answer.units import AnswerUnit
 from rag_app.eval.dataset import QAItem
+from rag_app.retrieval.record import record_of
 from rag_app.retrieval.stats import TermStatistics
 from training.dev_data import DevData, MissingDevData
 from training.split import dev_half
@@ -236,7 +237,7 @@ def examples(data: DevData, name: str, *, refresh: bool = False) -> list[Example
             analysis, units, x = locator.features(item.question, nodes)
             gold = [
                 any(
-                    str(nd.node.metadata.get("source", "")).replace("\\", "/").endswith("/" + g)
+                    record_of(nd.node).source.replace("\\", "/").endswith("/" + g)
                     for g in item.gold_docs
                 )
                 for nd in nodes

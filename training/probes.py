@@ -25,6 +25,7 @@ import numpy as np
 # the pattern stated_values reads a year and month with: a swap must keep the form it reads
 from rag_app.answer.features import _YEAR_MONTH, any_value_in, stated_values
 from rag_app.answer.locator import AnswerLocator
+from rag_app.retrieval.record import chunk_node, record_of
 from training.answer_features import (
     Example,
     examples,
@@ -145,7 +146,7 @@ def _titled_text(nodes: list[Any]) -> str:
     """The evidence's passages under their heading paths, lower-cased: what a swap must be
     absent from."""
     return "\n".join(
-        f"{nd.node.metadata.get('title_path', '')}\n{nd.node.get_content()}" for nd in nodes
+        f"{record_of(nd.node).title_path}\n{nd.node.get_content()}" for nd in nodes
     ).lower()
 
 
@@ -263,7 +264,7 @@ def _script(text: str) -> str:
 
 def _excise(nodes: list[Any], units: list[Any], y: np.ndarray) -> list[Any]:
     """The evidence with every answer unit cut out of its node's text."""
-    from llama_index.core.schema import NodeWithScore, TextNode
+    from llama_index.core.schema import NodeWithScore
 
     cuts: dict[int, list[tuple[int, int]]] = {}
     for u, label in zip(units, y, strict=True):
@@ -274,8 +275,7 @@ def _excise(nodes: list[Any], units: list[Any], y: np.ndarray) -> list[Any]:
         text = node.node.get_content()
         for start, end in sorted(cuts.get(n, []), reverse=True):
             text = text[:start] + text[end:]
-        out.append(NodeWithScore(node=TextNode(text=text, metadata=dict(node.node.metadata)),
-                                 score=node.score))  # fmt: skip
+        out.append(NodeWithScore(node=chunk_node(record_of(node.node), text), score=node.score))
     return out
 
 
