@@ -40,6 +40,7 @@ from retrieval import article_lookups, every_nth, llamaindex_baseline  # noqa: E
 
 from rag_app.eval.dataset import QAItem  # noqa: E402
 from rag_app.eval.metrics import first_hit_rank, mrr_at_k, percentile, recall_at_k  # noqa: E402
+from rag_app.retrieval.record import record_of  # noqa: E402
 
 K = 5
 DEFAULT_SUBSETS = {"laws_zh": 300_000, "retqa_tables_zh": 150_000}
@@ -175,7 +176,7 @@ def engine_search(kb: Any, docs: Path, **overrides: Any) -> Any:
     def search(q: str) -> list[tuple[str, str]]:
         b = QueryBundle(q)
         nodes = rr.postprocess_nodes(ret.retrieve(b), query_bundle=b)
-        return [(n.node.get_content(), rel_of(n.node.metadata["source"], docs)) for n in nodes]
+        return [(n.node.get_content(), rel_of(record_of(n.node).source, docs)) for n in nodes]
 
     return search
 
@@ -185,7 +186,7 @@ def dense_search(kb: Any, docs: Path) -> Any:
 
     def search(q: str) -> list[tuple[str, str]]:
         return [
-            (n.node.get_content(), rel_of(n.node.metadata["source"], docs)) for n in ret.retrieve(q)
+            (n.node.get_content(), rel_of(record_of(n.node).source, docs)) for n in ret.retrieve(q)
         ]
 
     return search

@@ -40,6 +40,7 @@ from retrieval_levers import (  # noqa: E402
 )
 
 from rag_app.retrieval.hybrid import HybridRetriever  # noqa: E402
+from rag_app.retrieval.record import record_of  # noqa: E402
 from rag_app.text.tokenizer import label_tokens, query_tokens, tokenize  # noqa: E402
 
 _SPLIT = re.compile(r"(?<=[。！？；!?;])|\n+")
@@ -260,7 +261,7 @@ def search_fn(
     def search(q: str) -> list[tuple[str, str]]:
         b = QueryBundle(q)
         nodes = rr.postprocess_nodes(ret.retrieve(b), query_bundle=b)
-        return [(n.node.get_content(), rel_of(n.node.metadata["source"], docs)) for n in nodes]
+        return [(n.node.get_content(), rel_of(record_of(n.node).source, docs)) for n in nodes]
 
     return search
 
