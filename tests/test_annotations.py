@@ -144,3 +144,28 @@ def test_writes_by_another_process_are_seen(stocked: Any, monkeypatch: pytest.Mo
     monkeypatch.setattr(module, "STAMP_SECONDS", 0.0)
     kb.annotations.store.add(Annotation(tenant="default", question="年假有几天？", answer="十天"))
     assert kb.ask("年假有几天？").answer == "十天"  # written beside the index, still seen
+
+
+def test_rag_migrate_copies_annotations_with_their_ids_and_vectors(tmp_path: Path) -> None:
+    from rag_app.store.annotations import AnnotationStore
+    from rag_app.store.ledger import Ledger
+    from rag_app.store.migrate import copy_ledger
+
+    source = Ledger(f"sqlite:///{tmp_path / 'a.db'}")
+    target = Ledger(f"sqlite:///{tmp_path / 'b.db'}")
+    try:
+        store = AnnotationStore(source.engine)
+        store.add(Annotation(tenant="t", question="旧问题", answer="旧"))
+        store.delete("t", 1)
+        kept = store.add(Annotation(tenant="t", question="年假有几天？", answer="十天"),
+                         ("usem3", b"\x00" * 8))  # fmt: skip
+        counts = copy_ledger(source, target)
+        assert counts["annotations"] == 1
+        copied = AnnotationStore(target.engine)
+        assert copied.list("t") == [kept]
+        assert copied.vectors("t", [kept.annotation_id]) == {
+            kept.annotation_id: ("usem3", b"\x00" * 8)
+        }
+    finally:
+        source.close()
+        target.close()
