@@ -14,6 +14,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from rag_app import KnowledgeBase
 from rag_app.postprocess.neighbors import NeighborExpansion
+from rag_app.retrieval.record import record_of
 from rag_app.synthesis.citations import clean_markers
 from rag_app.types import REFUSAL
 from tests.eval.stub_llm import chat_completion
@@ -141,8 +142,9 @@ class TestNeighbors:
             nxt = table_chunks[1]
             assert nxt.text[nxt.prefix_chars :].strip() in text
             assert text.count("| 投保年龄 |") == 1  # the repeated header is not duplicated
-            assert expanded[0].node.metadata["chunk_ids"] == f"{first.chunk_id},{nxt.chunk_id}"
-            assert expanded[0].node.metadata["end_char"] == nxt.end_char
+            record = record_of(expanded[0].node)
+            assert record.chunk_ids == f"{first.chunk_id},{nxt.chunk_id}"
+            assert record.end_char == nxt.end_char
 
     def test_a_complete_hit_is_not_expanded_in_auto_mode_and_budget_is_respected(
         self, kb, tmp_path
@@ -152,7 +154,7 @@ class TestNeighbors:
         kb.ingest([path])
         nodes = kb.retrieve_nodes("第十三条", top_k=1, mode="keyword")
         auto = NeighborExpansion(kb.ledger, mode="auto").postprocess_nodes(nodes)
-        assert auto[0].node.metadata.get("expanded") is False
+        assert record_of(auto[0].node).expanded is False
         tight = NeighborExpansion(kb.ledger, mode="always", context_budget=1).postprocess_nodes(
             nodes
         )

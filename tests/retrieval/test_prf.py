@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from rag_app.retrieval.prf import expansion_terms
+from rag_app.retrieval.record import record_of
 
 
 def flat_idf(terms: list[str]) -> dict[str, float]:
@@ -64,7 +65,7 @@ def test_feedback_terms_never_cross_tenants(two_tenants):
     for mode in ("hybrid", "keyword"):
         retriever = kb.retriever("alpha", top_k=5, mode=mode, prf_docs=3, prf_terms=20)
         hits = retriever.retrieve("房东不退押金怎么办")
-        assert hits and all(h.node.metadata["tenant"] == "alpha" for h in hits)
+        assert hits and all(record_of(h.node).tenant == "alpha" for h in hits)
         assert retriever.last_expansion, "feedback found no term at all"
         # every added term occurs in the caller's own documents; beta's own term never comes in
         assert all(t in alpha_text for t in retriever.last_expansion)
