@@ -7,6 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, StringConstraints
 
 from rag_app.service.schemas import AnswerOut, AskIn
+from rag_app.time_format import EpochTime
 
 ConversationId = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")]
 
@@ -42,8 +43,8 @@ class ConversationSummary(BaseModel):
     conversation_id: str
     title: str = Field(description="Its first question.")
     turns: int
-    created_at: float = Field(description="Epoch seconds.")
-    updated_at: float = Field(description="Epoch seconds of its last turn.")
+    created_at: EpochTime = Field(description="ISO 8601, UTC.")
+    updated_at: EpochTime = Field(description="Its last turn's time (ISO 8601, UTC).")
 
 
 class ConversationList(BaseModel):
@@ -54,14 +55,14 @@ class TurnOut(BaseModel):
     question: str
     resolved_question: str
     answer: AnswerOut = Field(description="As /api/chat answered it (sources with file names).")
-    created_at: float
+    created_at: EpochTime
 
 
 class ConversationOut(BaseModel):
     conversation_id: str
     title: str
-    created_at: float
-    updated_at: float
+    created_at: EpochTime
+    updated_at: EpochTime
     collections: list[str] = Field(
         default_factory=list, description="The collections it is asked in (empty: all)."
     )

@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from rag_app.service.schemas import MAX_DOC_IDS, DocId
 from rag_app.store.collections import NAME_MAX, Collection
+from rag_app.time_format import EpochTime
 
 
 class CollectionIn(BaseModel):
@@ -19,7 +20,7 @@ class CollectionIn(BaseModel):
 class CollectionOut(BaseModel):
     name: str
     documents: int = Field(description="Documents of the tenant in it.")
-    created_at: float = Field(description="Epoch seconds.")
+    created_at: EpochTime = Field(description="ISO 8601, UTC.")
 
     @classmethod
     def of(cls, found: Collection) -> CollectionOut:

@@ -27,6 +27,7 @@ from sqlalchemy import and_, desc, insert, select, update
 from sqlalchemy.engine import Engine
 
 from rag_app.store.schema import feedback
+from rag_app.time_format import EpochTime
 
 Rating = Literal["up", "down"]
 
@@ -92,7 +93,7 @@ class FeedbackRecord(BaseModel):
     confidence: float | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
     conversation_id: str | None = None
-    created_at: float = 0.0
+    created_at: EpochTime = 0.0  # JSON: ISO 8601, UTC (rag_app/time_format.py)
     expected: Expected | None = Field(
         None, description="The right answer or 'should refuse', when the reviewer gave one."
     )

@@ -224,7 +224,7 @@ function renderRecentDown(records) {
           { class: "rd-time muted" },
           el("span", {
             "data-testid": "recent-down-time",
-            text: r.created_at ? fmtTime(new Date(r.created_at * 1000).toISOString()) : "—",
+            text: fmtTime(r.created_at), // ISO 8601 (UTC) from the API
           }),
           within.length ? " · 集合「" + within.join("、") + "」" : ""
         )
