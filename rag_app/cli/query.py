@@ -4,6 +4,7 @@ or as JSON."""
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -225,6 +226,12 @@ def print_answer(
             out.print(f"[dim]{src.text}[/dim]\n")
     if show_context and not cited:
         out.print("[dim](--show-context: the answer cites no source)[/dim]")
+    if answer.annotation is not None:  # an editor's answer, not the documents'
+        a = answer.annotation
+        when = datetime.fromtimestamp(a.updated_at).astimezone().strftime("%Y-%m-%d %H:%M")
+        out.print(
+            f"人工标注 #{a.annotation_id} · {a.author or '-'} · {when}", style="dim", markup=False
+        )
     out.print(f"[dim]{confidence_line(answer.confidence, answer.threshold, answer.reviewed)}[/dim]")
     if answer.llm_error:
         err.print(f"[yellow]note:[/yellow] {escape(answer.llm_error)} (answered without the LLM)")

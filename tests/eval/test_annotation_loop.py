@@ -35,6 +35,11 @@ def test_a_thumbs_down_fails_until_an_annotation_answers_it(kb_dir: Path, tmp_pa
     (rec,) = evaluate(kb_dir, cases)  # the same file: the question now gets the annotation
     assert rec["passed"] is True and rec["rejected_back"] is False, rec
     assert rec["answer"].startswith("年假为十天。")
+    shown = rag(
+        "ask", "请问年假有几天", "--kb", str(kb_dir)
+    )  # a rewording: marked as the annotation
+    assert shown.exit_code == 0 and "年假为十天。" in shown.output
+    assert f"人工标注 #{annotation['annotation_id']} · 王审核" in shown.output
 
     # the export now holds the annotation's own case too, which passes
     assert rag("feedback", "export", str(cases), "--kb", str(kb_dir)).exit_code == 0
