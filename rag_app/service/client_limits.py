@@ -130,6 +130,16 @@ class _Exchange:
         await self.send(message)
 
 
+def _has_body(scope: Scope) -> bool:
+    """Whether the request announces a body (a GET without one keeps its connection)."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            return value.strip() not in (b"0", b"")
+        if name == b"transfer-encoding":
+            return True
+    return False
+
+
 class ClientLimits:
     """The middleware (see the module docstring)."""
 
@@ -153,7 +163,7 @@ class ClientLimits:
             )  # fmt: skip
             return
         self.in_progress[address] = self.in_progress.get(address, 0) + 1
-        exchange = _Exchange(receive, send, self.policy)
+        exchange = _Exchange(receive, send, self.policy, body_done=not _has_body(scope))
         try:
             await self.app(scope, exchange.read, exchange.write)
         except ClientDisconnect:

@@ -165,3 +165,35 @@ def test_a_hang_up_mid_body_is_one_log_line(
     (line,) = [r for r in caplog.records if "hung up" in r.getMessage()]
     assert "POST /api/documents" in line.getMessage() and line.exc_info is None
     assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+
+
+def _response(sock: socket.socket) -> bytes:
+    """One response (headers and a Content-Length body) read off a kept-alive socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head_part, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1]) for line in head_part.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )  # fmt: skip
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head_part
+
+
+def test_keep_alive_stays_unless_a_body_is_left_unread(live_server: Callable[..., Live]) -> None:
+    live = live_server()
+    with live.connect() as sock:
+        for _ in range(2):  # a GET (no body) keeps its connection for the next request
+            sock.sendall(b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            answer = _response(sock)
+            assert answer.startswith(b"HTTP/1.1 200") and b"connection: close" not in answer
+        body = b'{"question": "1"}'  # read whole, then answered: the connection stays
+        sock.sendall(head("/api/retrieve", live.reader, "application/json", len(body)) + body)
+        answer = _response(sock)
+        assert b"connection: close" not in answer.lower(), answer
+    with live.connect() as sock:  # refused before its body was read: closed after the 401
+        sock.sendall(head("/api/ask", "wrong-key", "application/json", 1000) + b"{")
+        answer = _response(sock)
+        assert answer.startswith(b"HTTP/1.1 401") and b"connection: close" in answer.lower()
