@@ -122,7 +122,15 @@ def read_pdf(data: bytes, *, ocr: bool = True) -> ParsedFile:
                     log.warning("PDF page %d: text extraction failed: %s", index + 1, exc)
                     layouts.append(PageLayout(index + 1, 842.0, text=""))
                     continue
-                layouts.append(_layout(content, notes))
+                try:
+                    layouts.append(_layout(content, notes))
+                except MemoryError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a layout bug: the page's text as it is
+                    log.warning("PDF page %d: layout failed, plain text: %r", index + 1, exc)
+                    notes["plain_pages"].append(index + 1)
+                    plain = "".join((" " if c.space else "") + c.text for c in content.chars)
+                    layouts.append(PageLayout(index + 1, content.height, text=plain.strip()))
             title, author = _info(document)
         finally:
             document.close()
@@ -158,7 +166,13 @@ def read_pdf(data: bytes, *, ocr: bool = True) -> ParsedFile:
             raise ReaderError("PDF has no extractable text (scanned or image-only?; OCR is off)")
         raise ReaderError("PDF has no extractable text (no text layer, no readable images)")
 
-    doc = assemble(layouts, title)
+    try:
+        doc = assemble(layouts, title)
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a layout bug is the file's FAILED, not a 500
+        log.exception("PDF layout failed")
+        raise ReaderError(f"PDF layout analysis failed ({type(exc).__name__}: {exc})") from exc
     if not doc.text.strip():
         raise ReaderError("PDF has no extractable text (no text layer, no readable images)")
     metadata: dict[str, object] = {"pages": len(layouts), "page_starts": doc.page_starts}

@@ -25,7 +25,7 @@ def _gutter(lines: Sequence[Line]) -> tuple[float, float] | None:
     left = min(ln.x0 for ln in lines)
     right = max(ln.x1 for ln in lines)
     width = int(right - left) + 1
-    if width < 100:
+    if not 100 <= width <= 20_000:  # a damaged file's coordinates: no column analysis
         return None
     coverage = [0] * (width + 1)
     for ln in lines:
