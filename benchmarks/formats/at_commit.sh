@@ -11,9 +11,10 @@ commit="$(git -C "$here" rev-parse --short "${1:?commit}")"
 shift
 code="${RAG_FORMATS_CACHE:-/tmp/rag-formats-cache}/code-$commit"
 if [ ! -d "$code/rag_app" ]; then
-    rm -rf "$code.tmp" && mkdir -p "$code.tmp"
-    git -C "$here" archive "$commit" | tar -x -C "$code.tmp"
-    mv "$code.tmp" "$code"
+    mkdir -p "$(dirname "$code")"
+    tmp="$(mktemp -d "$code.XXXXXX")"
+    git -C "$here" archive "$commit" | tar -x -C "$tmp"
+    mv -T "$tmp" "$code" 2>/dev/null || rm -rf "$tmp"  # another run extracted it first
 fi
 rm -rf "$code/benchmarks/formats" && cp -r "$here/benchmarks/formats" "$code/benchmarks/formats"
 set_name=""
