@@ -29,6 +29,7 @@ __all__ = ["MIN_COLUMNS", "MIN_ROWS", "find_borderless"]
 
 MIN_COLUMNS = 3
 MIN_ROWS = 3
+MAX_COLUMNS = 40  # more aligned bands than this is no table (and would cost bands x pieces)
 
 
 def _rows(lines: Sequence[Line]) -> list[list[Line]]:
@@ -129,7 +130,9 @@ def find_borderless(lines: list[Line], page: int) -> tuple[list[Table], list[Lin
         run = rows[i:j]
         if len(run) >= MIN_ROWS:
             bands = _bands(run)
-            spanning = any(_band_of(bands, ln) < 0 for row in run for ln in row)
+            spanning = len(bands) > MAX_COLUMNS or any(
+                _band_of(bands, ln) < 0 for row in run for ln in row
+            )
             table = None if spanning else _table(run)
             if table is not None:
                 table.pages = [page]
@@ -137,7 +140,7 @@ def find_borderless(lines: list[Line], page: int) -> tuple[list[Table], list[Lin
                 used.update(id(ln) for row in run for ln in row)
                 i = j
                 continue
-        i += 1
+        i = max(j, i + 1)  # the run is no table: nor is a run starting inside it (linear time)
     if not tables:
         return [], lines
     return tables, [ln for ln in lines if id(ln) not in used]

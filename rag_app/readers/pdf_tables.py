@@ -13,8 +13,9 @@
   one before it, dropping the continuation's repeated header rows; :func:`render_table` renders
   a table as the spreadsheet reader renders a sheet (merged cells filled, header rows folded).
 
-Bounded: more than :data:`MAX_SEGMENT_PAIRS` horizontal x vertical candidates or a grid of more
-than :data:`MAX_TABLE_CELLS` cells is not analysed (the reader notes the page).
+Bounded: more than :data:`MAX_SEGMENT_PAIRS` horizontal x vertical candidates, a grid of more
+than :data:`MAX_TABLE_CELLS` cells or more than :data:`MAX_PAGE_TABLES` tables on a page is not
+analysed (the reader notes the page).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from rag_app.readers.sheets import Span, header_depth, sheet_table
 
 __all__ = [
     "MAX_SEGMENT_PAIRS",
+    "MAX_PAGE_TABLES",
     "MAX_TABLE_CELLS",
     "Table",
     "TableLimit",
@@ -39,6 +41,7 @@ __all__ = [
 
 MAX_SEGMENT_PAIRS = 2_000_000
 MAX_TABLE_CELLS = 20_000
+MAX_PAGE_TABLES = 200
 _SNAP = 2.0
 _JOIN = 3.0
 _TOUCH = 2.5
@@ -194,6 +197,8 @@ def find_tables(segments: Sequence[Segment]) -> list[Table]:
         table = _grid([hs[i] for i in hi], [vs[j] for j in vi])
         if table is not None:
             tables.append(table)
+    if len(tables) > MAX_PAGE_TABLES:
+        raise TableLimit(f"{len(tables)} ruled tables on one page")
     # a table drawn inside another one's cell is read as that cell's text
     tables.sort(key=lambda t: (t.x1 - t.x0) * (t.bottom - t.top), reverse=True)
     kept: list[Table] = []

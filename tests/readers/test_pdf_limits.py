@@ -143,8 +143,8 @@ def test_hostile_pdfs_fail_in_the_parse_child_and_the_good_one_ingests(
     with KnowledgeBase.open(tmp_path / "kb", embed_model=embed_model) as kb:
         report = kb.ingest([folder])
         results = {Path(f.path).name: f for f in report.files}
-        docs = {Path(d.rel_path).name: d for d in kb.documents()}
-        chunks = kb.chunks(docs["good.pdf"].doc_id)
+        docs = {Path(d.rel_path).name: d for d in kb.documents.list()}
+        chunks = kb.documents.chunks(docs["good.pdf"].doc_id)
     assert results["many.pdf"].status == "FAILED"
     assert results["many.pdf"].reason == "PDF has 10000 pages (limit 5000)"
     assert results["garbage.pdf"].status == "FAILED"
@@ -152,3 +152,23 @@ def test_hostile_pdfs_fail_in_the_parse_child_and_the_good_one_ingests(
     assert results["good.pdf"].status == "SUCCESS" and results["good.pdf"].chunks >= 2
     assert len(chunks) >= 2 and not any("某某公司" in c.text for c in chunks)
     assert any(c.pages.endswith("2") for c in chunks) and all(c.title_path for c in chunks)
+
+
+def test_too_many_ruled_tables_on_a_page_skip_table_finding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rag_app.readers import pdf_tables
+
+    monkeypatch.setattr(pdf_tables, "MAX_PAGE_TABLES", 50)
+    buffer, c = _canvas()
+    c.setFont("Helvetica", 4)  # type: ignore[attr-defined]
+    for i in range(60):  # 60 separate 2 x 2 grids
+        x, y = 40 + (i % 10) * 50, 100 + (i // 10) * 50
+        for k in range(3):
+            c.line(x, y + 15 * k, x + 30, y + 15 * k)  # type: ignore[attr-defined]
+            c.line(x + 15 * k, y, x + 15 * k, y + 30)  # type: ignore[attr-defined]
+        c.drawString(x + 2, y + 2, f"c{i}")  # type: ignore[attr-defined]
+    c.showPage()  # type: ignore[attr-defined]
+    c.save()  # type: ignore[attr-defined]
+    parsed = read_bytes(buffer.getvalue(), "grids.pdf")
+    assert parsed.metadata["no_table_pages"] == [1] and "c59" in parsed.text
