@@ -147,6 +147,7 @@ class TenantIndex:
     annotations: list[Annotation]
     matrix: np.ndarray
     terms: list[tuple[str, ...]]
+    keys: list[str]  # the normalized questions
     exact: dict[str, list[int]]
     stamp: tuple[int, float]
     checked: float = field(default_factory=time.monotonic)
@@ -227,32 +228,43 @@ class AnnotationService:
     def _build(
         self, tenant: str, stamp: tuple[int, float], previous: TenantIndex | None
     ) -> TenantIndex:
-        annotations = self.store.list(tenant)
+        """The tenant's index; what ``previous`` holds of annotations not edited since is
+        reused (only the others are read whole, and their vectors read or computed)."""
+        revisions = self.store.revisions(tenant)
         known: dict[tuple[int, float], int] = {}
         if previous is not None:
             known = {(a.annotation_id, a.updated_at): i for i, a in enumerate(previous.annotations)}
-        missing = [
-            a.annotation_id for a in annotations if (a.annotation_id, a.updated_at) not in known
-        ]
+        missing = [r[0] for r in revisions if r not in known]
+        fresh = self.store.many(tenant, missing) if missing else {}
         stored = self.store.vectors(tenant, missing) if missing else {}
+        annotations: list[Annotation] = []
         rows: list[np.ndarray] = []
         terms: list[tuple[str, ...]] = []
-        exact: dict[str, list[int]] = {}
-        for n, a in enumerate(annotations):
-            exact.setdefault(normalize_question(a.question), []).append(n)
-            i = known.get((a.annotation_id, a.updated_at))
+        keys: list[str] = []
+        for revision in revisions:
+            i = known.get(revision)
             if i is not None and previous is not None:
+                annotations.append(previous.annotations[i])
                 rows.append(previous.matrix[i])
                 terms.append(previous.terms[i])
+                keys.append(previous.keys[i])
+                continue
+            a = fresh.get(revision[0])
+            if a is None:  # deleted between the two reads
                 continue
             model, raw = stored.get(a.annotation_id, ("", b""))
             if model != self.embedding or not raw:  # added by the CLI, or by another model
                 raw = self._stored(a.question)[1]
                 self.store.set_vector(a.annotation_id, (self.embedding, raw))
+            annotations.append(a)
             rows.append(np.frombuffer(raw, dtype=np.float32))
             terms.append(key_terms(a.question))
+            keys.append(normalize_question(a.question))
+        exact: dict[str, list[int]] = {}
+        for n, key in enumerate(keys):
+            exact.setdefault(key, []).append(n)
         matrix = np.vstack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
-        return TenantIndex(annotations, matrix, terms, exact, stamp)
+        return TenantIndex(annotations, matrix, terms, keys, exact, stamp)
 
     def match(self, question: str, reach: Reach, bundle: QueryBundle | None = None) -> Match | None:
         """The annotation answering ``question`` within ``reach``, if any (the latest edited

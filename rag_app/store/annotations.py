@@ -176,6 +176,29 @@ class AnnotationStore:
             rows = conn.execute(query).mappings().all()
         return [_annotation(row) for row in rows]
 
+    def revisions(self, tenant: str) -> Sequence[tuple[int, float]]:
+        """(id, updated_at) of a tenant's annotations, the latest edited first: what a reload
+        compares with what it holds (only changed ones are then read whole: :meth:`many`)."""
+        query = (
+            select(table.c.annotation_id, table.c.updated_at)
+            .where(table.c.tenant == tenant)
+            .order_by(desc(table.c.updated_at), desc(table.c.annotation_id))
+        )
+        with self.engine.connect() as conn:
+            return [(int(r[0]), float(r[1])) for r in conn.execute(query).all()]
+
+    def many(self, tenant: str, ids: Sequence[int]) -> dict[int, Annotation]:
+        """These annotations of a tenant, by id."""
+        found: dict[int, Annotation] = {}
+        for start in range(0, len(ids), 500):
+            query = select(table).where(
+                and_(table.c.tenant == tenant, table.c.annotation_id.in_(ids[start : start + 500]))
+            )
+            with self.engine.connect() as conn:
+                for row in conn.execute(query).mappings().all():
+                    found[int(row["annotation_id"])] = _annotation(row)
+        return found
+
     def edit(
         self,
         tenant: str | None,
