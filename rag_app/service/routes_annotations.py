@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from rag_app.service.access import can_read, usable
 from rag_app.service.auth import KeyInfo
@@ -26,10 +26,19 @@ from rag_app.store.annotations import (
 
 router = APIRouter(prefix="/api", tags=["annotations"])
 
+
+def _no_nul(text: str) -> str:
+    if "\x00" in text:  # PostgreSQL's text can't hold it: a 422 here, not a 500 there
+        raise ValueError("text must not contain NUL characters")
+    return text
+
+
 Question = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=QUESTION_MAX_CHARS)
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=QUESTION_MAX_CHARS),
+    AfterValidator(_no_nul),
 ]
-AnswerText = Annotated[str, StringConstraints(max_length=ANSWER_MAX_CHARS)]
+AnswerText = Annotated[str, StringConstraints(max_length=ANSWER_MAX_CHARS), AfterValidator(_no_nul)]
 ChunkId = Annotated[str, StringConstraints(min_length=1, max_length=96)]
 
 

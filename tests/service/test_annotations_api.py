@@ -103,9 +103,9 @@ def test_citing_a_chunk_out_of_reach_or_oversize_input_is_a_4xx(
     service: Service, estate: Estate
 ) -> None:
     kb = service.app.state.service.kb
-    secret = kb.chunks(estate.manual)[0].chunk_id
-    travel = kb.chunks(estate.travel)[-1].chunk_id
-    foreign = kb.chunks(estate.foreign)[0].chunk_id
+    secret = kb.documents.chunks(estate.manual)[0].chunk_id
+    travel = kb.documents.chunks(estate.travel)[-1].chunk_id
+    foreign = kb.documents.chunks(estate.foreign)[0].chunk_id
     limited = estate.limited
     assert _post(service, limited, question=Q, answer="x", collection="财务制度", chunk_id=secret).status_code == 422  # fmt: skip
     assert _post(service, service.editor, question=Q, answer="x", chunk_id=foreign).status_code == 422  # fmt: skip
@@ -127,6 +127,8 @@ def test_citing_a_chunk_out_of_reach_or_oversize_input_is_a_4xx(
         {"question": Q, "answer": "x", "chunk_id": "c" * 500},
         {"question": ["a"], "answer": "x"},
         {"question": Q, "answer": "x", "feedback_id": 999},
+        {"question": "年假\x00有几天", "answer": "x"},
+        {"question": Q, "answer": "十天\x00"},
     ):
         got = service.client.post("/api/annotations", json=bad, headers=service.editor)
         assert 400 <= got.status_code < 500, (bad, got.status_code, got.text)
