@@ -71,10 +71,10 @@ def find_running(pages: Sequence[tuple[Sequence[Line], float]]) -> Running:
     counts: Counter[tuple[str, str]] = Counter()
     sizes: dict[tuple[str, str], list[float]] = {}
     for (lines, _), (top, bottom) in zip(pages, bands, strict=True):
-        seen = {("top", _key(lines[i].text)): lines[i].size for i in top}
-        seen |= {("bottom", _key(lines[i].text)): lines[i].size for i in bottom}
-        counts.update(seen.keys())
-        for key, size in seen.items():
+        seen = [(("top", _key(lines[i].text)), lines[i].size) for i in top]
+        seen += [(("bottom", _key(lines[i].text)), lines[i].size) for i in bottom]
+        counts.update({key for key, _ in seen})  # pages, not lines
+        for key, size in seen:
             sizes.setdefault(key, []).append(size)
     usual = {key: sorted(v)[len(v) // 2] for key, v in sizes.items()}
     need = max(2, math.ceil(0.4 * len(pages)))
