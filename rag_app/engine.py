@@ -15,7 +15,7 @@ service threads; nothing per question is stored on them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -43,8 +43,8 @@ from rag_app.retrieval.timing import stage
 from rag_app.store.protocols import RetrievalLedger
 from rag_app.synthesis.citations import CitationSynthesizer, Synthesis, TextSink, build_llm
 
-# (tenant, top_k, doc_ids) -> a retriever scoped to them
-RetrieverFactory = Callable[[str, int, Sequence[str] | None], HybridRetriever]
+# (scope, top_k) -> a retriever within the scope
+RetrieverFactory = Callable[[Scope, int], HybridRetriever]
 
 
 @dataclass
@@ -115,9 +115,8 @@ class AnswerEngine(BaseQueryEngine):
         """Retrieve, rerank to ``top_k`` and expand neighbours: what the gate reads. ``bundle``:
         the question's bundle, to which the dense retrieval leaves the question's vector."""
         bundle = QueryBundle(request.question) if bundle is None else bundle
-        scope = request.scope
         retriever = self.retriever_factory(
-            scope.tenant, max(request.top_k, self.rerank_candidates), scope.doc_ids
+            request.scope, max(request.top_k, self.rerank_candidates)
         )
         nodes = retriever.retrieve(bundle)
         with stage("rerank"):

@@ -5,7 +5,7 @@ and embedding: scoped hybrid retrievers, and the answer engine (engine.py) that 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -53,14 +53,8 @@ class QueryService:
         self._engine: AnswerEngine | None = None
         self._engine_lock = threading.Lock()
 
-    def retriever(
-        self,
-        tenant: str = "default",
-        top_k: int = 5,
-        doc_ids: Sequence[str] | None = None,
-        **overrides: Any,
-    ) -> HybridRetriever:
-        """A LlamaIndex retriever over the KB, scoped to a tenant (and optionally documents)."""
+    def retriever(self, scope: Scope, top_k: int = 5, **overrides: Any) -> HybridRetriever:
+        """A LlamaIndex retriever over the KB, within ``scope`` (a tenant, optionally documents)."""
         s = self.settings
         params: dict[str, Any] = {
             "mode": s.retrieval_mode,
@@ -74,7 +68,6 @@ class QueryService:
             "row_weight": s.row_weight if s.table_row_entries else 0.0,
         }
         params.update(overrides)
-        scope = Scope(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)
         return HybridRetriever(
             ledger=self.ledger,
             vectors=self.vectors,
@@ -86,9 +79,7 @@ class QueryService:
         )
 
     def retrieve_nodes(self, request: Request, **overrides: Any) -> list[NodeWithScore]:
-        scope = request.scope
-        retriever = self.retriever(scope.tenant, request.top_k, scope.doc_ids, **overrides)
-        return retriever.retrieve(request.question)
+        return self.retriever(request.scope, request.top_k, **overrides).retrieve(request.question)
 
     def retrieve(self, request: Request, **overrides: Any) -> list[Source]:
         """Hybrid retrieval (dense + BM25, fused) within a tenant; only active chunks."""
@@ -104,7 +95,7 @@ class QueryService:
                         self.settings,
                         self.ledger,
                         self._embed_model(),
-                        lambda tenant, top_k, doc_ids: self.retriever(tenant, top_k, doc_ids),
+                        self.retriever,
                         self.stats,
                     )
         return self._engine

@@ -115,8 +115,8 @@ def test_a_cited_chunk_is_the_source_until_reparsed_or_deleted(
     stocked: Any, tmp_path: Path
 ) -> None:
     kb = stocked
-    leave = next(d for d in kb.documents() if d.rel_path.endswith("休假.md"))
-    chunk = kb.chunks(leave.doc_id)[-1]
+    leave = next(d for d in kb.documents.list() if d.rel_path.endswith("休假.md"))
+    chunk = kb.documents.chunks(leave.doc_id)[-1]
     cited = kb.annotations.store.cite("default", chunk.chunk_id)
     assert cited is not None and kb.annotations.store.cite("globex", chunk.chunk_id) is None
     note(kb, "年假有几天？", "年假为五天。", cited=cited)
@@ -126,12 +126,14 @@ def test_a_cited_chunk_is_the_source_until_reparsed_or_deleted(
     assert "已更新" not in answer.answer
 
     (tmp_path / "休假.md").write_text(LEAVE.format(days="十天"), encoding="utf-8")
-    assert kb.ingest_one(tmp_path / "休假.md", rel_path=leave.rel_path).status == "SUCCESS"
+    assert (
+        kb.ingestion.ingest_one(tmp_path / "休假.md", rel_path=leave.rel_path).status == "SUCCESS"
+    )
     answer = kb.ask("年假有几天？")
     assert answer.annotation.citation == "updated" and answer.sources == []  # type: ignore[union-attr]
     assert "标注引用的段落已更新" in answer.answer and answer.answer.startswith("年假为五天。")
 
-    kb.delete(leave.doc_id)
+    kb.documents.delete(leave.doc_id)
     answer = kb.ask("年假有几天？")
     assert answer.annotation.citation == "deleted" and "标注引用的段落已删除" in answer.answer  # type: ignore[union-attr]
 

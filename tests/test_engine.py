@@ -112,7 +112,7 @@ class TestKeywordIndex:
         assert kb.retrieve("红烧狮子头", mode="keyword") == []
         assert kb.retrieve("清蒸鲈鱼", mode="keyword")[0].version == 2
         assert kb.ledger.keyword_count() == len(kb.ledger.all_active_chunk_ids())
-        kb.delete(doc_id)
+        kb.documents.delete(doc_id)
         assert kb.retrieve("清蒸鲈鱼", mode="keyword") == []
         assert kb.ledger.keyword_count() == 0
 
@@ -127,8 +127,8 @@ class TestNeighbors:
             tmp_path / "kb", embed_model=embed_model, chunk_size=160, chunk_overlap=16
         ) as kb:
             kb.ingest([path])
-            (doc,) = kb.documents()
-            chunks = kb.chunks(doc.doc_id)
+            (doc,) = kb.documents.list()
+            chunks = kb.documents.chunks(doc.doc_id)
             table_chunks = [c for c in chunks if "table" in c.block_types]
             assert len(table_chunks) >= 3
             first = table_chunks[0]
@@ -371,7 +371,7 @@ def test_sources_carry_the_repeated_prefix_of_their_chunk(kb, tmp_path):
     )
     report = kb.ingest([doc])
     (file,) = report.files
-    chunks = {c.chunk_id: c for c in kb.chunks(file.doc_id)}
+    chunks = {c.chunk_id: c for c in kb.documents.chunks(file.doc_id)}
     assert len(chunks) > 1 and any(c.prefix_chars > 0 for c in chunks.values())
     hits = kb.retrieve("城市110的住宿标准是多少？", top_k=3, mode="keyword")
     piece = next(h for h in hits if chunks[h.chunk_id].prefix_chars > 0)

@@ -349,7 +349,7 @@ def test_the_service_and_the_cli_ask_the_facade_not_its_ledger() -> None:
     and prewarming are its methods (issue: one path from the facade to the engine)."""
     assert reaches_into_the_ledger(ast.parse("def f(state):\n    return state.kb.ledger.x\n"))
     assert not reaches_into_the_ledger(
-        ast.parse("def f(kb):\n    return kb.documents_with_hash(1)\n")
+        ast.parse("def f(kb):\n    return kb.documents.with_hash(1)\n")
     )
     offenders = [
         name

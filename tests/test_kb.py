@@ -69,7 +69,7 @@ class TestIngest:
         write(docs / "sub" / "manual.md", MANUAL_V1)
         report = kb.ingest([docs])
         assert [f.status for f in report.files] == ["SUCCESS", "SUCCESS"]
-        listed = {Path(d.source).name: d for d in kb.documents()}
+        listed = {Path(d.source).name: d for d in kb.documents.list()}
         assert set(listed) == {"policy.txt", "manual.md"}
         assert all(d.status == DocStatus.SUCCESS and d.version == 1 for d in listed.values())
         assert listed["policy.txt"].doc_type == "text"
@@ -81,8 +81,8 @@ class TestIngest:
     def test_chunks_carry_spans_into_the_source_text(self, kb, tmp_path):
         path = write(tmp_path / "policy.txt", POLICY)
         kb.ingest([path])
-        (doc,) = kb.documents()
-        chunks = kb.chunks(doc.doc_id)
+        (doc,) = kb.documents.list()
+        chunks = kb.documents.chunks(doc.doc_id)
         assert [c.chunk_index for c in chunks] == list(range(len(chunks)))
         text = POLICY.strip()
         for c in chunks:
@@ -202,7 +202,7 @@ class TestIngest:
         assert all("chroma went away" in (f.reason or "") for f in failed)
         assert {f.doc_id for f in failed} == {i.split(":")[0] for i in calls[1]}
         for f in report.files:
-            doc = kb.document(f.doc_id)
+            doc = kb.documents.get(f.doc_id)
             assert doc.version == (1 if f.status == "FAILED" else 2)
         assert before & active_ids(kb)  # the failed files' old versions are still served
         assert vector_ids(kb) >= active_ids(kb)
@@ -226,7 +226,7 @@ class TestBadInput:
         assert "binary" in by_name["image.txt"].reason
         assert "does not exist" in by_name["does-not-exist.md"].reason
         assert by_name["notes.xyz"].status == "SKIPPED"  # found by walking a folder
-        statuses = {Path(d.source).name: d for d in kb.documents()}
+        statuses = {Path(d.source).name: d for d in kb.documents.list()}
         assert statuses["empty.txt"].status == DocStatus.FAILED
         assert statuses["empty.txt"].error == by_name["empty.txt"].reason
         assert statuses["good.md"].status == DocStatus.SUCCESS
@@ -254,7 +254,7 @@ class TestBadInput:
         path.write_bytes(b"\x00\x01\x02binary garbage" * 100)
         result = kb.ingest([path]).files[0]
         assert result.status == "FAILED"
-        (doc,) = kb.documents()
+        (doc,) = kb.documents.list()
         assert doc.status == DocStatus.FAILED and doc.version == 1 and doc.error
         assert active_ids(kb) == before
         assert any("两年" in h.text for h in kb.retrieve("保修多久", top_k=5))
@@ -307,7 +307,7 @@ class TestRetrieveAndDelete:
         hits = kb.retrieve("密码长度不少于多少位？", top_k=10, tenant="beta")
         assert hits and all(h.tenant == "beta" for h in hits)
         assert not any("密码" in h.text for h in hits)
-        assert [d.tenant for d in kb.documents(tenant="alpha")] == ["alpha"]
+        assert [d.tenant for d in kb.documents.list(tenant="alpha")] == ["alpha"]
         assert kb.retrieve("密码", top_k=5, tenant="nobody") == []
 
     def test_delete_removes_document_chunks_and_vectors(self, kb, tmp_path):
@@ -315,11 +315,11 @@ class TestRetrieveAndDelete:
         write(tmp_path / "docs" / "manual.md", MANUAL_V1)
         report = kb.ingest([tmp_path / "docs"])
         doc_id = next(f.doc_id for f in report.files if f.path == str(a))
-        assert kb.delete(doc_id) is True
-        assert kb.document(doc_id) is None and kb.chunks(doc_id) == []
+        assert kb.documents.delete(doc_id) is True
+        assert kb.documents.get(doc_id) is None and kb.documents.chunks(doc_id) == []
         assert not any(cid.startswith(doc_id) for cid in vector_ids(kb))
         assert all(h.doc_id != doc_id for h in kb.retrieve("密码要求", top_k=10))
-        assert kb.delete(doc_id) is False
+        assert kb.documents.delete(doc_id) is False
 
     def test_empty_question_is_an_error(self, kb):
         with pytest.raises(ValueError, match="question is empty"):

@@ -22,7 +22,7 @@ def test_spreadsheets_and_slides_are_retrieved_with_their_heading_paths(kb, tmp_
     (folder / "产品介绍.pptx").write_bytes(make_pptx())
     report = kb.ingest([folder])
     assert [f.status for f in report.files] == ["SUCCESS"] * 3, [f.reason for f in report.files]
-    assert {d.doc_type for d in kb.documents()} == {"xlsx", "csv", "pptx"}
+    assert {d.doc_type for d in kb.documents.list()} == {"xlsx", "csv", "pptx"}
 
     cell = _hit(kb, "45岁男性年交保费是多少元？", "| 45 | 1250 | 1150 |")
     assert cell.title_path == "费率表"
@@ -46,7 +46,7 @@ def test_a_legacy_xls_is_ingested_and_its_cells_retrieved(kb, tmp_path: Path):
     (folder / "费率.xls").write_bytes(make_xls())
     report = kb.ingest([folder])
     assert [f.status for f in report.files] == ["SUCCESS"], [f.reason for f in report.files]
-    assert {d.doc_type for d in kb.documents()} == {"xls"}
+    assert {d.doc_type for d in kb.documents.list()} == {"xls"}
     cell = _hit(kb, "45岁男性年交保费是多少元？", "| 45 | 1250 | 1150 |")
     assert cell.title_path == "费率表"
     assert "| 年龄 | 年交保费（元）/男 | 年交保费（元）/女 |" in cell.text

@@ -58,7 +58,7 @@ def ingest(tmp_path: Path, embed_model, files: dict[str, bytes], **settings: obj
         (folder / name).write_bytes(data)
     with KnowledgeBase.open(tmp_path / "kb", embed_model=embed_model, **settings) as kb:
         report = kb.ingest([folder])
-        docs = {Path(d.rel_path).name: d for d in kb.documents()}
+        docs = {Path(d.rel_path).name: d for d in kb.documents.list()}
     return {Path(f.path).name: f for f in report.files}, docs
 
 

@@ -31,7 +31,7 @@ NEAR_MISS_PER_HALF = {"dragonball_zh": 250}
 
 
 def evidence(kb: KnowledgeBase, question: str, doc_ids: list[str] | None) -> list[Any]:
-    return kb.engine.evidence(Request.of(question, top_k=5, doc_ids=doc_ids))
+    return kb.query.engine.evidence(Request.of(question, top_k=5, doc_ids=doc_ids))
 
 
 def collect(data: DevData, name: str, limit: int | None) -> None:
@@ -40,7 +40,7 @@ def collect(data: DevData, name: str, limit: int | None) -> None:
     out = data.cache / f"answer-{name}.pkl"
     kb = data.kb(name)
     items = data.questions(name, limit)
-    by_path = {d.rel_path: d.doc_id for d in kb.documents(limit=None)}
+    by_path = {d.rel_path: d.doc_id for d in kb.documents.list(limit=None)}
     all_ids = sorted(by_path.values())
     cached: dict[str, Any] = pickle.loads(out.read_bytes()) if out.exists() else {}
     near_count: dict[str, int] = {}

@@ -145,7 +145,11 @@ def instrument(kb: KnowledgeBase, timer: StageTimer, captured: list[str]) -> Ite
             captured.extend(texts)
         return raw_embed(self, texts)
 
-    parser_cls = type(kb.pipeline.transformations[0]) if kb.pipeline.transformations else None
+    parser_cls = (
+        type(kb.ingestion.pipeline.transformations[0])
+        if kb.ingestion.pipeline.transformations
+        else None
+    )
     get_nodes = ChunkNodeParser.get_nodes_from_documents
     with (
         # parsing and chunking are timed only with RAG_PARSE_IN_PROCESS=true (else: a child's)
@@ -245,7 +249,7 @@ def end_to_end(
     with tempfile.TemporaryDirectory(prefix="rag-ingest-bench-") as tmp:
         kb = KnowledgeBase.open(Path(tmp) / "kb", embed_model=embed_model, **settings)
         try:
-            _ = kb.pipeline
+            _ = kb.ingestion.pipeline
             profiler = None
             if profile is not None:
                 from pyinstrument import Profiler

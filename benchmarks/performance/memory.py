@@ -164,7 +164,7 @@ def child(corpus: Path, kb_dir: Path, embedding: str, total_bytes: int) -> None:
         kb = KnowledgeBase.open(kb_dir, embed_model=model)
     else:
         kb = KnowledgeBase.open(kb_dir, embedding=embedding)
-    _ = kb.pipeline  # loads the real model, if any
+    _ = kb.ingestion.pipeline  # loads the real model, if any
     from rag_app.text.tokenizer import tokenize
 
     tokenize("预热")  # jieba's dictionary: part of the baseline, like the model

@@ -74,7 +74,7 @@ def collect(
     if reader is not None and cross:
         settings = {"cross_reader": True, "cross_reader_path": reader}
     kb = KnowledgeBase.open(where, read_only=True, **settings)
-    by_path = {d.rel_path: d.doc_id for d in kb.documents(limit=None)}
+    by_path = {d.rel_path: d.doc_id for d in kb.documents.list(limit=None)}
     all_ids = sorted(by_path.values())
     items = [q for q in load_questions(path) if dev_half(name, q.id) == "check"]
     random.Random(seed).shuffle(items)

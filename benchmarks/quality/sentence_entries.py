@@ -72,8 +72,8 @@ class SentenceIndex:
             z = np.load(cache, allow_pickle=False)
             return cls(list(z["parents"]), list(z["texts"]), z["matrix"])
         parents, texts = [], []
-        for doc in kb.documents(None):
-            for ch in kb.chunks(doc.doc_id):
+        for doc in kb.documents.list(None):
+            for ch in kb.documents.chunks(doc.doc_id):
                 body = ch.text[ch.prefix_chars : len(ch.text) - ch.suffix_chars]
                 for s in sentences(body) or [body]:
                     parents.append(ch.chunk_id)

@@ -56,8 +56,8 @@ def with_row_entries(cached: KnowledgeBase, target: Path, model: Any) -> tuple[K
     assert kb.ledger.row_keywords is not None
     t0 = time.perf_counter()
     entries = []
-    for doc in kb.documents(None):
-        for ch in kb.chunks(doc.doc_id):
+    for doc in kb.documents.list(None):
+        for ch in kb.documents.chunks(doc.doc_id):
             for tokens in row_keywords(ch.model_dump()):
                 entries.append(
                     {"chunk_id": ch.chunk_id, "doc_id": ch.doc_id, "tenant": doc.tenant}

@@ -106,11 +106,12 @@ def delete(
 
     with open_kb(kb) as base:
         try:
-            alone, elsewhere = base.delete_collection(
-                tenant, name, delete_documents=delete_documents
-            )
+            alone, elsewhere = base.collections.delete(tenant, name)
         except CollectionNotFound as exc:
             raise _fail(exc) from exc
+        if delete_documents:  # those in no other collection, everywhere
+            for doc_id in alone:
+                base.documents.delete(doc_id)
     deleted = alone if delete_documents else []
     kept = elsewhere if delete_documents else alone + elsewhere
     if as_json:
@@ -129,7 +130,7 @@ def add(name: NameArg, doc_ids: DocsArg, kb: KbOpt = None, tenant: TenantOpt = "
 
     with open_kb(kb) as base:
         ids = [resolve_doc(base, d) for d in doc_ids]
-        foreign = [d for d in ids if (doc := base.document(d)) is None or doc.tenant != tenant]
+        foreign = [d for d in ids if (doc := base.documents.get(d)) is None or doc.tenant != tenant]
         if foreign:
             err.print(f"[red]error:[/red] not documents of tenant {tenant!r}: {', '.join(foreign)}")
             raise typer.Exit(2)

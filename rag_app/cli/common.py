@@ -228,7 +228,7 @@ def missing_kb(kb: Path | None, settings: Settings | None = None) -> Path | None
 
 def warn_if_empty(base: KnowledgeBase, tenant: str) -> None:
     """Say so (on stderr) when the tenant has no documents: every answer would be a refusal."""
-    if base.document_count(tenant) == 0:
+    if base.documents.count(tenant) == 0:
         err.print(
             f"[yellow]warning:[/yellow] the knowledge base at {base.settings.kb_dir} holds no "
             f"documents for tenant {tenant!r}: add some with `rag ingest PATH --kb "
@@ -269,15 +269,15 @@ def emit_json(data: Any, *, line: bool = False) -> None:
 
 def filename(kb: KnowledgeBase, doc_id: str) -> str | None:
     """A document's path in the KB (the API's ``filename``)."""
-    doc = kb.document(doc_id)
+    doc = kb.documents.get(doc_id)
     return (doc.rel_path or Path(doc.source).name) if doc is not None else None
 
 
 def resolve_doc(kb: KnowledgeBase, doc: str) -> str:
     """Accept a full doc id or a unique prefix of one (like git)."""
-    if kb.document(doc) is not None:
+    if kb.documents.get(doc) is not None:
         return doc
-    matches = [d.doc_id for d in kb.documents(tenant=None) if d.doc_id.startswith(doc)]
+    matches = [d.doc_id for d in kb.documents.list(tenant=None) if d.doc_id.startswith(doc)]
     if len(matches) == 1:
         return matches[0]
     reason = "no document" if not matches else f"{len(matches)} documents"

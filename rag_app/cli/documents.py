@@ -125,9 +125,9 @@ def docs(
         if collection:
             check_collections(base, tenant, [collection])
             within = base.collections.ids(tenant, [collection])
-        items = base.documents(tenant=None if all_tenants else tenant, collections=within)
+        items = base.documents.list(tenant=None if all_tenants else tenant, collections=within)
         # unique among every tenant's documents: what `rag chunks` / `rag delete` resolve
-        every = items if all_tenants else base.documents(tenant=None)
+        every = items if all_tenants else base.documents.list(tenant=None)
     if as_json:
         emit_json(
             [
@@ -161,7 +161,7 @@ def chunks(
 ) -> None:
     """Show a document's active chunks with heading paths and character spans."""
     with open_kb(kb, read_only=True) as base:
-        items = base.chunks(resolve_doc(base, doc))
+        items = base.documents.chunks(resolve_doc(base, doc))
     if as_json:
         emit_json([c.model_dump() for c in items])
         return
@@ -184,7 +184,7 @@ def delete(
     """Delete a document, its chunks and its vectors."""
     with open_kb(kb) as base:
         doc_id = resolve_doc(base, doc)
-        deleted = base.delete(doc_id)
+        deleted = base.documents.delete(doc_id)
     if as_json:
         emit_json({"doc_id": doc_id, "deleted": deleted})
     else:

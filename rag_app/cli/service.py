@@ -171,7 +171,7 @@ def serve(
         with open_kb(kb, settings=settings) as base:
             describe_writer(base.path, f"rag serve on http://{host}:{port}")
             if local:  # jobs a killed server left in progress: queued again now, not in a lease
-                requeued, failed = base.job_queue(settings.job_max_attempts).requeue_stale(
+                requeued, failed = base.serving.job_queue(settings.job_max_attempts).requeue_stale(
                     settings.job_lease_seconds, before=started
                 )
                 if requeued or failed:
@@ -216,7 +216,7 @@ def worker(
         err.print(f"job {job.job_id}: {job.rel_path} → {result.status} {result.reason or ''}")
 
     with open_kb(kb) as base:
-        queue = base.job_queue()
+        queue = base.serving.job_queue()
         settings = base.settings
 
         def make(express_max_bytes: int | None = None) -> Worker:

@@ -75,7 +75,7 @@ def eval_kb(
                 f"{report.succeeded + report.unchanged} ingested from {docs} "
                 f"({report.total_chunks} chunks, {report.failed} failed, {report.seconds:.1f}s)"
             )
-        elif not kb.documents(tenant):
+        elif not kb.documents.list(tenant):
             raise ValueError(
                 f"knowledge base {kb.path} has no documents for tenant '{tenant}': "
                 "pass --docs DIR to ingest a folder first"

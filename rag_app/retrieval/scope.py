@@ -18,6 +18,10 @@ class Scope:
         if not self.tenant:
             raise ValueError("a scope needs a tenant")
 
+    @classmethod
+    def of(cls, tenant: str = "default", doc_ids: Sequence[str] | None = None) -> Scope:
+        return cls(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)
+
     def chroma_where(self) -> dict[str, Any]:
         clauses: list[dict[str, Any]] = [{"tenant": self.tenant}]
         if self.doc_ids is not None:
@@ -50,5 +54,4 @@ class Request:
         top_k: int = 5,
         doc_ids: Sequence[str] | None = None,
     ) -> Request:
-        scope = Scope(tenant=tenant, doc_ids=tuple(doc_ids) if doc_ids is not None else None)
-        return cls(question=question, scope=scope, top_k=top_k)
+        return cls(question=question, scope=Scope.of(tenant, doc_ids), top_k=top_k)

@@ -58,7 +58,7 @@ def usable(state: ServiceState, key: KeyInfo, name: str) -> Collection:
 def own_document(state: ServiceState, key: KeyInfo, doc_id: str) -> DocumentInfo:
     """The document, if it belongs to the key's tenant (and, for a key limited to some
     collections, is in one of them); another's document is a plain 404."""
-    doc = state.kb.document(doc_id)
+    doc = state.kb.documents.get(doc_id)
     if doc is None or doc.tenant != key.tenant or scope_for(state, key, None, [doc_id]) == ():
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no document {doc_id}")
     return doc
@@ -67,7 +67,7 @@ def own_document(state: ServiceState, key: KeyInfo, doc_id: str) -> DocumentInfo
 def can_read(state: ServiceState, key: KeyInfo, doc_id: str) -> bool:
     """Whether the document exists, is the key's tenant's and (for a key limited to some
     collections) is in one of them."""
-    doc = state.kb.document(doc_id)
+    doc = state.kb.documents.get(doc_id)
     return (
         doc is not None and doc.tenant == key.tenant and scope_for(state, key, None, [doc_id]) != ()
     )
@@ -86,6 +86,6 @@ def remove_document(state: ServiceState, doc_id: str) -> None:
     """Delete a document everywhere the service keeps it: its queued jobs first (so that none
     ingests it again), then the ledger, keyword and vector rows, then its stored uploads."""
     state.queue.cancel_for_document(doc_id)
-    state.kb.delete(doc_id)
+    state.kb.documents.delete(doc_id)
     fault_point("delete.after_stores")
     shutil.rmtree(state.upload_dir / doc_id, ignore_errors=True)

@@ -82,7 +82,7 @@ def _warm_up(kb: KnowledgeBase, ingests: bool) -> None:
     try:
         _ = kb.embed_model
         query_tokens("预热分词词典")
-        kb.prewarm()  # the keyword indexes' common terms
+        kb.serving.prewarm()  # the keyword indexes' common terms
     except Exception:  # the first request will report the problem properly
         logger.exception("warm-up failed")
     if ingests:  # worker threads in this process: their parse server, too
@@ -103,7 +103,7 @@ def create_app(
     settings = settings or Settings()
     kb = kb or KnowledgeBase(settings)
     threads = settings.workers if workers is None else workers
-    queue = kb.job_queue(settings.job_max_attempts)
+    queue = kb.serving.job_queue(settings.job_max_attempts)
     pool = WorkerPool(
         kb,
         queue,

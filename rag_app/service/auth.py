@@ -80,7 +80,7 @@ def create_key(
 
 def verify_key(keys: ApiKeyStore, key: str) -> KeyInfo | None:
     """The key's tenant and role, or None when it is unknown or revoked (``keys``: a ledger's
-    ``api_keys``, e.g. ``KnowledgeBase.api_keys``)."""
+    ``api_keys``, e.g. ``KnowledgeBase.serving.api_keys``)."""
     if not key or not key.startswith("rk_"):
         return None
     row = keys.active_by_hash(_hash(key))

@@ -40,7 +40,7 @@ def get_key(request: Request, state: Annotated[ServiceState, Depends(get_state)]
             "missing API key: send 'Authorization: Bearer <key>' (create one with `rag keys create`)",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    info = verify_key(state.kb.api_keys, token.strip())
+    info = verify_key(state.kb.serving.api_keys, token.strip())
     if info is None:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,

@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse
 
-from rag_app.kb import make_doc_id
+from rag_app.ingestion.files import make_doc_id
 from rag_app.service.access import (
     can_read,
     own_document,
@@ -88,12 +88,12 @@ def _target_id(state: ServiceState, key: KeyInfo, name: str, into: Collection | 
     separate document of that name in its collection (409 naming nothing when that one too is
     out of reach, e.g. taken out of the collection since)."""
     doc_id = make_doc_id(key.tenant, name)
-    if state.kb.document(doc_id) is None or can_read(state, key, doc_id):
+    if state.kb.documents.get(doc_id) is None or can_read(state, key, doc_id):
         return doc_id
     if into is None:  # a key of the whole tenant reads every document; a limited one has `into`
         raise HTTPException(status.HTTP_409_CONFLICT, NAME_TAKEN)
     own_id = make_doc_id(key.tenant, f"{name}\n{into.collection_id}")
-    if state.kb.document(own_id) is None or can_read(state, key, own_id):
+    if state.kb.documents.get(own_id) is None or can_read(state, key, own_id):
         return own_id
     raise HTTPException(status.HTTP_409_CONFLICT, NAME_TAKEN)
 
@@ -101,7 +101,7 @@ def _target_id(state: ServiceState, key: KeyInfo, name: str, into: Collection | 
 def _duplicate(state: ServiceState, key: KeyInfo, digest: str) -> str | None:
     """A document the key may read that holds (or is queued with) the same content. Copies out
     of the key's reach are not named: the upload then goes ahead as a document of its own."""
-    found = state.kb.documents_with_hash(key.tenant, digest)
+    found = state.kb.documents.with_hash(key.tenant, digest)
     found += state.queue.pending_hashes(key.tenant, digest)
     return next((doc_id for doc_id in found if can_read(state, key, doc_id)), None)
 
@@ -201,7 +201,7 @@ def list_documents(
     """The tenant's documents by path, a page at a time (``total`` counts them all); a key
     limited to some collections sees theirs."""
     within = [usable(state, key, collection).collection_id] if collection else key.collections
-    docs = state.kb.documents(key.tenant, limit=limit, offset=offset, collections=within)
+    docs = state.kb.documents.list(key.tenant, limit=limit, offset=offset, collections=within)
     latest = state.queue.latest_for([d.doc_id for d in docs])
     names = state.kb.collections.names_of([d.doc_id for d in docs])
     return DocumentList(
@@ -211,7 +211,7 @@ def list_documents(
             )
             for d in docs
         ],
-        total=state.kb.document_count(key.tenant, collections=within),
+        total=state.kb.documents.count(key.tenant, collections=within),
         limit=limit,
         offset=offset,
     )
@@ -225,7 +225,7 @@ def get_document(doc_id: str, key: KeyDep, state: StateDep) -> DocumentOut:
 @router.get("/{doc_id}/chunks", response_model=ChunkList)
 def get_chunks(doc_id: str, key: KeyDep, state: StateDep) -> ChunkList:
     doc = own_document(state, key, doc_id)
-    return ChunkList(doc_id=doc_id, version=doc.version, chunks=state.kb.chunks(doc_id))
+    return ChunkList(doc_id=doc_id, version=doc.version, chunks=state.kb.documents.chunks(doc_id))
 
 
 @router.post("/{doc_id}/reparse", status_code=status.HTTP_202_ACCEPTED, response_model=Accepted)

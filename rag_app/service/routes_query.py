@@ -28,7 +28,7 @@ def filenames(
     names: dict[str, str] = {}
     for doc_id in doc_ids:
         if doc_id not in names:
-            doc = state.kb.document(doc_id)
+            doc = state.kb.documents.get(doc_id)
             names[doc_id] = doc.rel_path if doc and tenant in (None, doc.tenant) else ""
     return names
 

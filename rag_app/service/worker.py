@@ -22,9 +22,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from rag_app.ingestion.files import platform_error
+from rag_app.ingestion.files import internal_error, platform_error
 from rag_app.ingestion.pipeline import stoppable
-from rag_app.kb import KnowledgeBase, internal_error
+from rag_app.kb import KnowledgeBase
 from rag_app.store.jobs import Job, JobQueue, JobStatus
 from rag_app.types import FileResult
 
@@ -152,7 +152,7 @@ class Worker:
             if not Path(job.path).is_file():
                 raise FileNotFoundError("the stored file is gone; upload it again")
             with stoppable(functools.partial(self._stop_reason, job)):
-                result = self.kb.ingest_one(
+                result = self.kb.ingestion.ingest_one(
                     job.path,
                     tenant=job.tenant,
                     rel_path=job.rel_path,
@@ -161,14 +161,14 @@ class Worker:
                 )
         except FileNotFoundError as exc:
             result = FileResult(path=job.path, doc_id=job.doc_id, status="FAILED", reason=str(exc))
-            self.kb.mark_failed(job.doc_id, str(exc))
+            self.kb.documents.mark_failed(job.doc_id, str(exc))
         except Exception as exc:  # keep the worker alive; the user sees a secret-free reason
             logger.exception("job %s failed", job.job_id)
             if platform_error(exc) and self._give_back(job, exc):
                 return None
             result = FileResult(path=job.path, doc_id=job.doc_id, status="FAILED")
             result.reason = internal_error(exc)
-            self.kb.mark_failed(job.doc_id, result.reason)
+            self.kb.documents.mark_failed(job.doc_id, result.reason)
         if result.platform and self._give_back(job, None):
             return None
         if result.status in ("SUCCESS", "UNCHANGED"):
@@ -177,7 +177,7 @@ class Worker:
         elif result.status == "CANCELLED":
             status, error = JobStatus.CANCELLED, result.reason
         else:
-            document = self.kb.document(job.doc_id)  # its error is the public one
+            document = self.kb.documents.get(job.doc_id)  # its error is the public one
             status, error = JobStatus.FAILED, document.error if document else result.reason
         if not self.queue.finish(job.job_id, status, error, worker=self.name):
             if status == JobStatus.CANCELLED:  # its document deleted: the job is cancelled

@@ -77,8 +77,8 @@ def test_a_how_question_is_refused_off_topic_and_answered_on_topic(sample_kb) ->
 
 def test_out_of_scope_gold_document_makes_a_near_miss(sample_kb) -> None:  # type: ignore[no-untyped-def]
     question = "出差到一类城市，住宿费每晚最多能报销多少元？"
-    gold = [d.doc_id for d in sample_kb.documents() if "差旅" in d.source]
-    others = [d.doc_id for d in sample_kb.documents() if d.doc_id not in gold]
+    gold = [d.doc_id for d in sample_kb.documents.list() if "差旅" in d.source]
+    others = [d.doc_id for d in sample_kb.documents.list() if d.doc_id not in gold]
     assert not sample_kb.ask(question).refused
     assert sample_kb.ask(question, doc_ids=others).refused
 
@@ -195,12 +195,12 @@ def test_features_the_model_does_not_weigh_change_no_decision(sample_kb) -> None
     uncomputed; computing them anyway changes no decision, probability or unit order."""
     from rag_app.answer.reader import cosine_embedder
 
-    locator = sample_kb.engine.gate._locator
+    locator = sample_kb.query.engine.gate._locator
     if locator.model.reads_embeddings():
         pytest.skip("the bundled model weighs the embedding features: they are computed")
     assert locator.extractor.embed is None
     questions = [*ANSWERABLE, *UNANSWERABLE, "出差回来怎么报销？", "怎样才能让多肉植物长得更胖？"]
-    evidence = {q: sample_kb.engine.evidence(Request(q)) for q in questions}
+    evidence = {q: sample_kb.query.engine.evidence(Request(q)) for q in questions}
     without = {q: locator.locate(q, n) for q, n in evidence.items()}
     locator.extractor.embed = cosine_embedder(sample_kb.embed_model)
     try:

@@ -151,7 +151,7 @@ def _ingest(tmp_path: Path, embed_model, files: dict[str, bytes], in_process: bo
         tmp_path / "kb", embed_model=embed_model, parse_in_process=in_process
     ) as kb:
         report = kb.ingest([folder])
-        docs = {Path(d.rel_path).name: d for d in kb.documents()}
+        docs = {Path(d.rel_path).name: d for d in kb.documents.list()}
     return {Path(f.path).name: f for f in report.files}, docs
 
 

@@ -76,6 +76,6 @@ def test_ocrd_sentence_is_retrieved_with_its_heading_page_and_mark(kb, scan_pdf,
     meta = stored["metadatas"][0]
     assert (meta["pages"], meta["ocr"]) == ("2", True)
     # the chunk viewer's chunks (GET /api/documents/{id}/chunks) carry the page and the mark
-    shown = {c.chunk_id: c for c in kb.chunks(report.files[0].doc_id)}
+    shown = {c.chunk_id: c for c in kb.documents.chunks(report.files[0].doc_id)}
     assert (shown[hit.chunk_id].pages, shown[hit.chunk_id].ocr) == ("2", True)
     assert all(c.pages for c in shown.values())

@@ -81,6 +81,6 @@ def test_the_ingest_report_and_document_carry_the_reason(
         assert result.status == "FAILED"
         assert result.reason and "page 2" in result.reason and "OCR" in result.reason
         assert result.doc_id is not None
-        document = kb.document(result.doc_id)
+        document = kb.documents.get(result.doc_id)
         assert document is not None and document.status == "FAILED"
         assert document.error and "OCR is unavailable" in document.error

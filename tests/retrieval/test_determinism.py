@@ -122,4 +122,4 @@ def test_results_do_not_depend_on_the_hash_seed(tmp_path: Path, embed_model) -> 
 
 
 def _tied_doc_ids(kb) -> set[str]:  # type: ignore[no-untyped-def]
-    return {d.doc_id for d in kb.documents(limit=1000) if "套餐" in d.rel_path}
+    return {d.doc_id for d in kb.documents.list(limit=1000) if "套餐" in d.rel_path}

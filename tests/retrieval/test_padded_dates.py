@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rag_app.retrieval.scope import Scope
+
 
 def _table(month: str, rows: list[tuple[str, int]]) -> str:
     body = "\n".join(f"| {name} | 2021年{month}月 | {sold} |" for name, sold in rows)
@@ -15,7 +17,7 @@ def _table(month: str, rows: list[tuple[str, int]]) -> str:
 
 def _keyword_texts(kb, question: str) -> list[str]:  # type: ignore[no-untyped-def]
     """The texts of the keyword branch's five best chunks for ``question``, best first."""
-    ranked = kb.engine.retriever_factory("default", 10, None).keyword(question, 5)
+    ranked = kb.query.engine.retriever_factory(Scope(), 10).keyword(question, 5)
     chunks = kb.ledger.active_chunks_by_id([cid for cid, _ in ranked])
     return [chunks[cid].text for cid, _ in ranked]
 

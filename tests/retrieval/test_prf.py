@@ -60,7 +60,7 @@ def two_tenants(kb, tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_feedback_terms_never_cross_tenants(two_tenants):
     kb = two_tenants
     alpha_text = "".join(
-        ch.text for d in kb.documents(tenant="alpha") for ch in kb.chunks(d.doc_id)
+        ch.text for d in kb.documents.list(tenant="alpha") for ch in kb.documents.chunks(d.doc_id)
     ).lower()
     for mode in ("hybrid", "keyword"):
         retriever = kb.retriever("alpha", top_k=5, mode=mode, prf_docs=3, prf_terms=20)
@@ -83,7 +83,7 @@ def test_feedback_chunks_outside_the_scope_are_dropped(two_tenants):
     assert beta and alpha
     texts = [t for t, _ in feedback_chunks(kb.ledger, Scope("alpha"), beta + alpha, {}, 10)]
     assert len(texts) == len(alpha) and not any("仲裁" in t for t in texts)
-    only_b = [d.doc_id for d in kb.documents(tenant="alpha") if d.rel_path == "b.md"]
+    only_b = [d.doc_id for d in kb.documents.list(tenant="alpha") if d.rel_path == "b.md"]
     scoped = feedback_chunks(kb.ledger, Scope("alpha", tuple(only_b)), alpha, {}, 10)
     assert [t for t, _ in scoped] and all("租客" in t for t, _ in scoped)
 

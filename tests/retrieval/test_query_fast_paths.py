@@ -83,9 +83,9 @@ def test_ranked_keyword_search_equals_keyword_search(one_tenant, tmp_path):
     kb = one_tenant
     _write(tmp_path, "e.md", "# 财务\n\n报销须在十五日内提交。\n\n年假有五天。\n")
     kb.ingest([tmp_path / "e.md"], tenant="beta")
-    docs = {d.rel_path: d.doc_id for d in kb.documents("alpha")}
+    docs = {d.rel_path: d.doc_id for d in kb.documents.list("alpha")}
     # a new version whose old version's rows are still there (inactive: a crash before cleanup)
-    a = kb.document(docs["a.md"])
+    a = kb.documents.get(docs["a.md"])
     version = kb.ledger.begin_document(
         doc_id=a.doc_id,
         tenant="alpha",

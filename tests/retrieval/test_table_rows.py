@@ -65,7 +65,7 @@ class TestRowEntries:
         path = tmp_path / "stock.md"
         path.write_text(source, encoding="utf-8")
         (result,) = rows_kb.ingest([path]).files
-        chunks = rows_kb.chunks(result.doc_id or "")
+        chunks = rows_kb.documents.chunks(result.doc_id or "")
         assert len(chunks) > 1  # the table is split: rows compete with other rows of a chunk
         assert row_count(rows_kb) == 60
         ret = rows_kb.retriever(top_k=3)
@@ -98,7 +98,7 @@ class TestRowEntries:
         b.write_text(table("库存表", 40, model="Q"), encoding="utf-8")
         rows_kb.ingest([a], tenant="alpha")
         rows_kb.ingest([b], tenant="beta")
-        alpha = {d.doc_id for d in rows_kb.documents("alpha")}
+        alpha = {d.doc_id for d in rows_kb.documents.list("alpha")}
         ranked = rows_kb.retriever(tenant="alpha").rows("东仓 Q37 的库存", 30)
         assert ranked and all(c.split(":")[0] in alpha for c, _ in ranked)
         hits = rows_kb.retrieve("东仓 Q37 的库存", top_k=10, tenant="alpha")
@@ -120,7 +120,7 @@ class TestRowEntries:
         assert [int(v) for v in versions] == [2]
         assert rows_kb.retriever().rows("K37", 10) == []  # the old rows are gone
         assert rows_kb.retriever().rows("V22", 10) != []
-        assert rows_kb.delete(doc_id) is True
+        assert rows_kb.documents.delete(doc_id) is True
         assert row_count(rows_kb) == 0
         assert rows_kb.retriever().rows("V22", 10) == []
 

@@ -147,12 +147,12 @@ class TestDocuments:
     def test_reparse_makes_a_new_version_and_drops_the_old(self, service: Service) -> None:
         doc_id = _ingested(service)
         kb = service.app.state.service.kb
-        old_ids = {c.chunk_id for c in kb.chunks(doc_id)}
+        old_ids = {c.chunk_id for c in kb.documents.chunks(doc_id)}
         response = service.client.post(f"/api/documents/{doc_id}/reparse", headers=service.editor)
         assert response.status_code == 202 and response.json()["job_id"] > 0
         body = service.wait(doc_id)
         assert body["status"] == "SUCCESS" and body["version"] == 2
-        new_ids = {c.chunk_id for c in kb.chunks(doc_id)}
+        new_ids = {c.chunk_id for c in kb.documents.chunks(doc_id)}
         assert new_ids and not (new_ids & old_ids)
         assert kb.vectors.all_ids() == kb.ledger.all_active_chunk_ids() == new_ids
         assert kb.ledger.keyword_count() == len(new_ids)

@@ -92,7 +92,7 @@ def test_exception_during_delete(kb, tmp_path: Path, monkeypatch) -> None:  # ty
     doc_id = kb.ingest([path]).files[0].doc_id
     monkeypatch.setenv("RAG_FAULT", "delete.after_ledger")
     with pytest.raises(InjectedFault):
-        kb.delete(doc_id)
+        kb.documents.delete(doc_id)
     assert kb.vectors.all_ids()  # the vectors are still there ...
     assert_consistent_serving(kb, None)  # ... but nothing is served
     monkeypatch.delenv("RAG_FAULT")

@@ -624,7 +624,7 @@ def test_knowledge_base_on_postgres(tmp_path: Path, pg_url: str, embed_model) ->
         assert kb.ledger.is_postgres
         report = kb.ingest([docs])
         assert report.failed == 0, [f.reason for f in report.files]
-        (doc,) = kb.documents()
+        (doc,) = kb.documents.list()
         assert doc.version == 1 and doc.chunk_count > 0
 
         hits = kb.retrieve("密码多久修改一次？", top_k=3)
@@ -638,7 +638,7 @@ def test_knowledge_base_on_postgres(tmp_path: Path, pg_url: str, embed_model) ->
         policy.write_text(POLICY_V2, encoding="utf-8")
         report = kb.ingest([docs])
         assert [f.status for f in report.files] == ["SUCCESS"]
-        (doc,) = kb.documents()
+        (doc,) = kb.documents.list()
         assert doc.version == 2
         assert kb.ledger.keyword_count() == doc.chunk_count  # v1's keyword rows are gone
         texts = [h.text for h in kb.retrieve("密码多久更换一次？", top_k=5)]
@@ -648,8 +648,8 @@ def test_knowledge_base_on_postgres(tmp_path: Path, pg_url: str, embed_model) ->
         health = kb.doctor(repair=False)
         assert health["inactive_chunk_rows"] == 0 and health["stale_keyword_rows"] == 0
 
-        assert kb.delete(doc.doc_id) is True
-        assert kb.documents() == []
+        assert kb.documents.delete(doc.doc_id) is True
+        assert kb.documents.list() == []
         assert kb.ledger.keyword_count() == 0
         assert kb.retrieve("密码多久更换一次？", top_k=5) == []
     finally:

@@ -44,7 +44,7 @@ def test_sqlite_kb_migrated_to_postgres_serves_the_same_answers(
         kb.ingest([docs])
         (docs / "policy.md").write_text(POLICY.replace("VPN", "零信任网关"), encoding="utf-8")
         kb.ingest([docs])  # version 2 of the policy: only its active chunks move
-        before_docs = {d.doc_id: (d.version, d.chunk_count) for d in kb.documents()}
+        before_docs = {d.doc_id: (d.version, d.chunk_count) for d in kb.documents.list()}
         before = {q: [h.chunk_id for h in kb.retrieve(q, top_k=3)] for q in QUESTIONS}
         answers = {q: kb.ask(q).answer for q in QUESTIONS}
         queue = JobQueue(kb.ledger)
@@ -67,7 +67,7 @@ def test_sqlite_kb_migrated_to_postgres_serves_the_same_answers(
     moved = KnowledgeBase.open(kb_dir, embed_model=embed_model, database_url=pg_url)
     try:
         assert moved.ledger.is_postgres
-        assert {d.doc_id: (d.version, d.chunk_count) for d in moved.documents()} == before_docs
+        assert {d.doc_id: (d.version, d.chunk_count) for d in moved.documents.list()} == before_docs
         # the same best chunk for each question (the keyword rankings of the two backends differ
         # in detail, not on a KB this small)
         after = {q: [h.chunk_id for h in moved.retrieve(q, top_k=3)] for q in QUESTIONS}

@@ -483,9 +483,9 @@ def test_knowledge_base_with_vectors_on_the_server(
         assert (kb_dir / "ledger.db").is_file()
         assert not (kb_dir / "chroma").exists()
         remote = VectorStore(url=chroma_server, collection=name)
-        chunk_ids = {c.chunk_id for c in kb.chunks(doc_id)}
+        chunk_ids = {c.chunk_id for c in kb.documents.chunks(doc_id)}
         assert chunk_ids
-        other_chunks = {c.chunk_id for c in kb.chunks(other_id)}
+        other_chunks = {c.chunk_id for c in kb.documents.chunks(other_id)}
         assert remote.all_ids() == chunk_ids | other_chunks
 
         for mode in ("hybrid", "dense"):  # dense: only the server's vectors can find it
@@ -509,7 +509,7 @@ def test_knowledge_base_with_vectors_on_the_server(
         assert kb.doctor()["orphan_vectors"] == 1
         assert "ghost:1:0" not in remote.all_ids()
 
-        assert kb.delete(doc_id) is True
+        assert kb.documents.delete(doc_id) is True
         assert VectorStore(url=chroma_server, collection=name).all_ids() == other_chunks
         assert kb.retrieve("密码多久修改一次？", tenant="t1", mode="dense") == []
         health = kb.doctor()

@@ -29,7 +29,7 @@ DOC = """# 制度{n}
 
 
 def test_two_worker_processes_run_each_job_exactly_once(tmp_path: Path, chroma_server: str) -> None:
-    from rag_app.kb import make_doc_id
+    from rag_app.ingestion.files import make_doc_id
 
     kb_dir = tmp_path / "kb"
     kb_dir.mkdir()

@@ -92,12 +92,12 @@ def test_a_second_writing_process_is_refused_with_the_fix(
     assert "use the API of the running server" in message and "RAG_CHROMA_URL" in message
     # a reader opens and reads meanwhile
     with KnowledgeBase.open(tmp_path / "kb", embed_model=embed_model, read_only=True) as reader:
-        assert reader.documents(tenant=None) == []
+        assert reader.documents.list(tenant=None) == []
     # the holder dies without closing anything (kill -9): the kernel drops its lock
     other_writer.send_signal(signal.SIGKILL)
     other_writer.wait()
     with KnowledgeBase.open(tmp_path / "kb", embed_model=embed_model) as kb:
-        assert kb.documents(tenant=None) == []
+        assert kb.documents.list(tenant=None) == []
 
 
 def test_cli_writers_are_refused_and_readers_run(
