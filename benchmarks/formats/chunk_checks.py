@@ -49,7 +49,10 @@ def scan(kb: Any, folder: Path, originals: Path, rel_md: dict[str, str]) -> dict
                            "examples": {"header": [], "footer": [], "cut_word": [], "title": []}}  # fmt: skip
     ex = out["examples"]
     mark = squash(HEADER_MARK)
-    for doc in kb.documents.list(None):
+    parts = kb.documents  # a part with list/chunks since d15670c, a method before it
+    listing = parts.list(None) if hasattr(parts, "list") else parts(None)
+    chunks_of = parts.chunks if hasattr(parts, "chunks") else kb.chunks
+    for doc in listing:
         out["documents"] += 1
         if doc.status != "SUCCESS":
             out["failed_documents"] += 1
@@ -62,7 +65,7 @@ def scan(kb: Any, folder: Path, originals: Path, rel_md: dict[str, str]) -> dict
             out["title_matches"] += 1
         elif len(ex["title"]) < 5:
             ex["title"].append({"doc": rel, "title": doc.title, "expected": want})
-        for ch in kb.documents.chunks(doc.doc_id):
+        for ch in chunks_of(doc.doc_id):
             out["chunks"] += 1
             text = ch.text
             if mark in squash(text):
