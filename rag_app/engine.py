@@ -30,7 +30,7 @@ from rag_app.analysis.question import QuestionAnalyzer
 from rag_app.answer.cross_reader import CrossReader
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
 from rag_app.answer.model import AnswerModel, bundled_model
-from rag_app.answer.reader import PassageReader, build_reader
+from rag_app.answer.passage_scorer import PassageScorer, build_passage_scorer
 from rag_app.config import Settings
 from rag_app.llm_budget import llm_budget
 from rag_app.postprocess.gate import EvidenceGate
@@ -179,7 +179,7 @@ def review_floor(settings: Settings, model: AnswerModel) -> float | None:
 
 
 def build_cross_reader(
-    settings: Settings, embed_model: BaseEmbedding, reader: PassageReader | None
+    settings: Settings, embed_model: BaseEmbedding, reader: PassageScorer | None
 ) -> CrossReader | None:
     """The cross reader over the e5 weights already loaded (the knowledge base's embedding or
     the reading stage's), else over a new e5; None when ``RAG_CROSS_READER`` is off."""
@@ -210,7 +210,7 @@ def build_answer_engine(
     model = AnswerModel.load(settings.answer_model or bundled_model(settings.reader))
     analyzer = QuestionAnalyzer(Lexicon.load(settings.lexicon) if settings.lexicon else None)
     reader = (
-        build_reader(
+        build_passage_scorer(
             model.reading.reader,
             threads=settings.embed_threads,
             embed_model=embed_model,

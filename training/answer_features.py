@@ -28,8 +28,8 @@ from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.answer.features import FEATURES
 from rag_app.answer.locator import AnswerLocator
 from rag_app.answer.model import AnswerModel, LinearModel
+from rag_app.answer.passage_scorer import cosines
 from rag_app.answer.question_features import QUESTION_FEATURES, question_terms
-from rag_app.answer.reader import cosines
 from rag_app.answer.units import AnswerUnit
 from rag_app.eval.dataset import QAItem
 from rag_app.retrieval.record import record_of

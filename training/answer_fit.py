@@ -35,7 +35,7 @@ from training.reading_stage import (
     MEASURES,
     READING_QUANTILE,
     UNITS,
-    StageReader,
+    ReadingStageFitter,
 )
 
 SPECIFICITY = WordSpecificity()
@@ -188,11 +188,11 @@ class FitContext:
 
     options: FitOptions
     data: DevData
-    stage: StageReader
+    stage: ReadingStageFitter
 
     @classmethod
     def of(cls, options: FitOptions, data: DevData) -> FitContext:
-        stage = StageReader(
+        stage = ReadingStageFitter(
             data.cache, reader=options.reader, units=options.read_units,
             max_chars=options.read_chars, quantile=options.reading_quantile,
             measure=options.read_measure,

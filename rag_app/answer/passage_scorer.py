@@ -1,4 +1,4 @@
-"""PassageReader: reads the question against the units the support model ranks best.
+"""PassageScorer: reads the question against the units the support model ranks best.
 
 An embedding model gives the cosine of the question (as a query) with each of the few units the
 support model ranks best (as passages); the highest of them is the *reading*: low when the
@@ -47,7 +47,7 @@ def cosine_embedder(embed_model: BaseEmbedding):  # type: ignore[no-untyped-def]
 MEASURES = ("cosine", "token_recall")
 
 
-class PassageReader:
+class PassageScorer:
     """``read(question, texts)``: how well ``texts`` read as the question's answer, by
     ``measure``: ``cosine``, the highest cosine of the question's vector with a text's;
     ``token_recall``, how much of the question the texts hold token by token (e5 only:
@@ -82,10 +82,10 @@ class PassageReader:
         return max(cosines(query_vector, self.embed_model.get_text_embedding_batch(list(texts))))
 
 
-def build_reader(
+def build_passage_scorer(
     name: str, *, threads: int = 2, embed_model: BaseEmbedding | None = None,
     measure: str = "cosine", e5_engine: str = "torch", cache_dir: Path | None = None,
-) -> PassageReader:  # fmt: skip
+) -> PassageScorer:  # fmt: skip
     """The reader for a stage fitted with the embedding ``name`` (``usem3`` or ``e5``) and
     ``measure``: the knowledge base's own ``embed_model`` when it is that model, else a new one."""
     from rag_app.embeddings import E5Embedding, USEEmbedding, load_embedding
@@ -94,6 +94,6 @@ def build_reader(
     if name not in kinds:
         raise ValueError(f"unknown reader {name!r}: the answer model names usem3 or e5")
     if isinstance(embed_model, kinds[name]):
-        return PassageReader(embed_model, name, measure)
+        return PassageScorer(embed_model, name, measure)
     model = load_embedding(name, threads=threads, e5_engine=e5_engine, cache_dir=cache_dir)
-    return PassageReader(model, name, measure)
+    return PassageScorer(model, name, measure)
