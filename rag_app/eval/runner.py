@@ -374,7 +374,8 @@ def run_eval(
         if progress is not None:
             progress(rec, done, len(items))
     calibration = None
-    engine = getattr(kb, "engine", None)  # a served KB's gate is the server's
+    query = getattr(kb, "query", None)  # a served KB has none: its gate is the server's
+    engine = query.engine if query is not None else None
     if engine is not None and ask and any(r.confidence is not None for r in records):
         locator = engine.gate.locator
         calibration = calibrate(records, locator.threshold, locator.model.thresholds)
