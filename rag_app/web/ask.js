@@ -79,6 +79,7 @@ function clearLatest(q, scope, collection) {
   renderScope(scope, collection);
   show($("answer-resolved"), "");
   show($("answer-reason"), "");
+  show($("answer-annotation"), "");
   clear($("answer-closest"));
   $("answer-closest").hidden = true;
   $("sources").hidden = true;
@@ -110,7 +111,7 @@ function renderAnswer(q, res, scope, collection) {
   out.classList.remove("pending", "streaming");
   out.removeAttribute("aria-busy");
   fillTurn({
-    answer: out, reason: $("answer-reason"), closest: $("answer-closest"),
+    answer: out, annotation: $("answer-annotation"), reason: $("answer-reason"), closest: $("answer-closest"),
     heading: $("source-heading"), count: $("source-count"), list: $("source-list"),
     sources: $("sources"), diagnostics: $("timings"),
   }, res, openCitation);

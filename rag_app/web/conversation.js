@@ -4,12 +4,14 @@
  * and 有用/有误 (👍/👎) with a comment on the latest answer (/api/feedback, with the collection it
  * was asked in; a 👎 refreshes 最近的差评). A conversation stays in one collection: switching the
  * collection starts a new one (collections.js, app.js); reopening one chooses its collection
- * (without starting a new one: its next turn and feedback carry it). The buttons are words:
+ * (without starting a new one: its next turn and feedback carry it). An editor's 纠正 on any
+ * answer opens the annotation dialog (annotate.js). The buttons are words:
  * a machine without an emoji font shows the emoji as boxes.
  */
 
 import { $, el, clear, show, fmtShortTime } from "./dom.js";
-import { state, api, showError } from "./api.js";
+import { state, api, canEdit, showError } from "./api.js";
+import { openCorrection, setupAnnotate } from "./annotate.js";
 import { adoptScope, loadRecentDown } from "./collections.js";
 import { loadDocs } from "./documents.js";
 import { earlierTurn } from "./thread.js";
@@ -37,7 +39,8 @@ function renderTurns(pending) {
   var box = $("chat-turns");
   clear(box);
   var earlier = pending ? conversation.turns : conversation.turns.slice(0, -1);
-  earlier.forEach(function (t, i) { box.appendChild(earlierTurn(t, i, cite)); });
+  var correct = canEdit() ? openCorrection : null;
+  earlier.forEach(function (t, i) { box.appendChild(earlierTurn(t, i, cite, correct)); });
   box.hidden = !earlier.length;
   $("new-chat").hidden = !conversation.turns.length && !pending;
   $("thread-empty").hidden = !!(conversation.turns.length || pending);
@@ -64,6 +67,11 @@ function showLatest(turn, understood) {
   show($("feedback-status"), "");
   $("feedback-comment").value = "";
   $("feedback").hidden = !conversation.id;
+  $("feedback-correct").hidden = !canEdit();
+}
+
+function correctLatest() {
+  openCorrection(conversation.turns[conversation.turns.length - 1]);
 }
 
 /** After an answer: remember the turn, show the thread with it and how it was understood. */
@@ -169,6 +177,8 @@ function setupConversation(renderAnswer, openCitation) {
   $("chat-history").addEventListener("change", function (e) { openConversation(e.target.value); });
   $("feedback-up").addEventListener("click", function () { sendFeedback("up"); });
   $("feedback-down").addEventListener("click", function () { sendFeedback("down"); });
+  $("feedback-correct").addEventListener("click", correctLatest);
+  setupAnnotate(function (text) { show($("feedback-status"), text); });
 }
 
 export {

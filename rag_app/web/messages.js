@@ -34,6 +34,11 @@ var KNOWN = [
   [/^a collection name has at most (\d+) characters/i, "集合名称最多 $1 个字符。"],
   [/^a collection name may not contain/i, "集合名称不能包含 /、\\ 或控制字符。"],
   [/^(question|query) is empty/i, "问题不能为空。"],
+  [/^no current chunk /i, "所选来源已不存在（文档可能已重新解析或删除），或此 key 无权读取：请重新选择来源。"],
+  [/^give the answer, or should_refuse/i, "请填写正确答案，或勾选“应拒答”。"],
+  [/^give the question/i, "请填写问题。"],
+  [/^this key is limited to some collections: name one/i, "此 key 限于部分集合：请先在“知识范围”中选择一个集合。"],
+  [/^no annotation /i, "找不到该标注（可能已被删除）。"],
   [/^send a JSON body/i, "请求格式有误。"],
 ];
 

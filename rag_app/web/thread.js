@@ -1,11 +1,13 @@
 /* A turn of the conversation as a reader sees it: the answer with its [n] markers (each opens
  * the citation pop-up of that turn's sources), a refusal's reason and closest unit, the
  * sources (collapsible), and the diagnostics (scores, the gate, timings) behind 详情.
+ * An answer that is an editor's annotation (人工标注, res.annotation) carries a badge under its
+ * text: who wrote it, when (local), and whether the question matched exactly or closely.
  * fillTurn fills the latest turn's fixed elements (index.html's #answer-box); earlierTurn builds
  * an earlier one (in #chat-turns) from the same parts. No page state: `cite(res, n)` is given.
  */
 
-import { el, append, clear, show, fmtScore, fmtProb, pathNode } from "./dom.js";
+import { el, append, clear, show, fmtScore, fmtProb, fmtShortTime, pathNode } from "./dom.js";
 
 /** The answer's text into `out`: every valid [n] a button opening sources[n-1]. */
 function fillAnswer(out, res, cite) {
@@ -36,6 +38,24 @@ function markerButton(res, n, cite) {
     text: "[" + n + "]",
     onclick: function () { cite(res, n); },
   });
+}
+
+/** The 人工标注 badge's words ("" when the answer is not an annotation). */
+function annotationText(res) {
+  var a = res.annotation;
+  if (!a) return "";
+  var parts = ["人工标注"];
+  if (a.author) parts.push(a.author);
+  if (a.updated_at) parts.push(fmtShortTime(a.updated_at));
+  parts.push(a.match === "exact" ? "完全匹配" : "相近问题");
+  return parts.join(" · ");
+}
+
+function fillAnnotation(node, res) {
+  var text = annotationText(res);
+  show(node, text);
+  var a = res.annotation;
+  node.title = a && a.annotated_question ? "标注的问题：" + a.annotated_question : "";
 }
 
 /** Why it was not answered (or answered with a reservation); "" for a plain answer. */
@@ -129,6 +149,7 @@ function fillDiagnostics(box, res) {
  * question line and the feedback, which conversation.js keeps. */
 function fillTurn(parts, res, cite) {
   fillAnswer(parts.answer, res, cite);
+  fillAnnotation(parts.annotation, res);
   show(parts.reason, reasonText(res));
   fillClosest(parts.closest, res, cite);
   var sources = res.sources || [];
@@ -141,8 +162,9 @@ function fillTurn(parts, res, cite) {
 }
 
 /** An earlier turn: its question, how it was understood, its answer, its sources (collapsed)
- * and diagnostics. `turn`: {question, resolved, answer: the response}. */
-function earlierTurn(turn, index, cite) {
+ * and diagnostics. `turn`: {question, resolved, answer: the response}; `correct(turn)`: its
+ * 纠正 button's action (none: no button). */
+function earlierTurn(turn, index, cite, correct) {
   var res = turn.answer || {};
   var node = el("article", { class: "turn chat-turn", "data-testid": "chat-turn" });
   var q = el("div", { class: "turn-q", "data-testid": "turn-question" }, turn.question);
@@ -153,6 +175,9 @@ function earlierTurn(turn, index, cite) {
   var out = el("div", { class: "answer", "data-testid": "turn-answer" });
   fillAnswer(out, res, cite);
   append(node, out);
+  var badge = el("div", { class: "annotation-badge", "data-testid": "turn-annotation" });
+  fillAnnotation(badge, res);
+  append(node, badge);
   var reason = reasonText(res);
   if (reason) append(node, el("div", { class: "reason muted", text: reason }));
   var closest = el("div", { class: "closest-unit" });
@@ -171,12 +196,21 @@ function earlierTurn(turn, index, cite) {
   }
   var diag = el("div", { class: "timings muted" });
   fillDiagnostics(diag, res);
-  append(node, el(
+  var foot = el("div", { class: "turn-foot" });
+  if (correct) {
+    append(foot, el("button", {
+      type: "button", class: "ghost small", "data-testid": "turn-correct",
+      title: "纠正这个回答（人工标注）", text: "纠正",
+      onclick: function () { correct(turn); },
+    }));
+  }
+  append(foot, el(
     "details",
     { class: "diag", "data-testid": "turn-diagnostics" },
     el("summary", { text: "详情" }),
     diag
   ));
+  append(node, foot);
   node.setAttribute("data-turn", String(index));
   return node;
 }

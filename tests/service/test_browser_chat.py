@@ -332,3 +332,85 @@ def test_errors_are_chinese_sentences_naming_the_file(
         page.unroute("**/api/chat")
     shot("ask-error")
     watch.assert_clean(expected_statuses=(415, 422, 429, 503))
+
+
+def test_an_editor_corrects_an_answer_and_the_same_question_gets_it(
+    live: Live, documents: dict[str, str], page: Any, tmp_path: Path
+) -> None:
+    """纠正 opens a dialog prefilled with the question and the answer's first line; an empty
+    answer, and a source the server no longer has, are said in Chinese inside it; 保存 says it
+    is saved. Asked again, the question gets the corrected text with a 人工标注 badge (author,
+    local time, 完全匹配)."""
+    import httpx
+
+    watch = PageWatch().attach(page)
+    shot = shots(page, tmp_path, "annotate")
+    page.goto(live.url + "/")
+    save_key(page, live.editor_key)
+    expect(page.get_by_test_id("doc-row")).to_have_count(len(documents))
+    question = "会议室单次最多可以预订多长时间？"
+    ask(page, question)
+    answer = page.get_by_test_id("answer")
+    expect(answer).to_contain_text("4 小时", timeout=INGEST_TIMEOUT_MS)
+    expect(page.get_by_test_id("answer-annotation")).to_be_hidden()
+
+    page.get_by_test_id("feedback-correct").click()
+    dialog = page.get_by_test_id("annotate-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_test_id("annotate-question")).to_have_value(question)
+    first_line = answer.inner_text().split("\n")[0]
+    first_line = re.sub(r"\[\d+\]", "", first_line).strip()
+    expect(dialog.get_by_test_id("annotate-answer")).to_have_value(first_line)
+    chunk = dialog.get_by_test_id("annotate-chunk")
+    expect(chunk.locator("option")).not_to_have_count(1)  # 不引用来源 and the answer's sources
+    error = dialog.get_by_test_id("annotate-error")
+    # no answer and not 应拒答: said in the dialog, nothing sent
+    dialog.get_by_test_id("annotate-answer").fill("")
+    dialog.get_by_test_id("annotate-save").click()
+    expect(error).to_have_text("请填写正确答案，或勾选“应拒答”。")
+    # the server's refusal (a source gone meanwhile) as a Chinese sentence
+    corrected = "会议室单次预订不超过 3 小时（2026 年起）。"
+    dialog.get_by_test_id("annotate-answer").fill(corrected)
+    page.route(
+        "**/api/annotations",
+        lambda route: route.fulfill(
+            status=422, json={"detail": "no current chunk x this key can read"}
+        ),
+    )
+    dialog.get_by_test_id("annotate-save").click()
+    expect(error.locator(".err-main")).to_have_text(
+        "保存失败：所选来源已不存在（文档可能已重新解析或删除），或此 key 无权读取：请重新选择来源。"
+    )
+    expect(dialog).to_be_visible()
+    page.unroute("**/api/annotations")
+    chunk.select_option(index=1)
+    shot("dialog")
+    dialog.get_by_test_id("annotate-save").click()
+    expect(dialog).to_be_hidden()
+    expect(page.get_by_test_id("feedback-status")).to_have_text(
+        "已保存标注，相同或相近的问题将直接使用此答案。"
+    )
+    saved = api_get(live, "/api/annotations", live.editor_key)["annotations"]
+    assert [(a["question"], a["answer"], a["citation"]) for a in saved] == [
+        (question, corrected, "current")
+    ]
+
+    ask(page, question)
+    expect(answer).to_have_text(corrected, timeout=INGEST_TIMEOUT_MS)
+    badge = page.get_by_test_id("answer-annotation")
+    expect(badge).to_be_visible()
+    expect(badge).to_have_text(
+        re.compile(r"^人工标注 · browser test editor · 今天 \d\d:\d\d · 完全匹配$")
+    )
+    # under the answer, above the sources (the cited chunk is its source)
+    assert box(answer)["y"] < box(badge)["y"] < box(page.get_by_test_id("sources"))["y"]
+    expect(page.get_by_test_id("source-item")).to_have_count(1)
+    # the earlier turn keeps the documents' answer, with a 纠正 of its own and no badge
+    earlier = page.get_by_test_id("chat-turn").last
+    expect(earlier.get_by_test_id("turn-answer")).to_contain_text("4 小时")
+    expect(earlier.get_by_test_id("turn-annotation")).to_be_hidden()
+    expect(earlier.get_by_test_id("turn-correct")).to_be_visible()
+    shot("annotated-answer")
+    for a in saved:  # the module's other tests see the documents' answers
+        httpx.delete(f"{live.url}/api/annotations/{a['annotation_id']}", headers=live.editor)
+    watch.assert_clean(expected_statuses=(422,))
