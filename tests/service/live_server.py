@@ -3,12 +3,21 @@ socket (a body sent slowly, a reverse proxy in front): what the test client can'
 
 from __future__ import annotations
 
+import selectors
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+
+def readable(sock: socket.socket, timeout: float) -> bool:
+    """Whether the server has sent something (or closed) within ``timeout`` seconds; through
+    epoll/poll, since select() refuses the descriptors past 1024 a long test run reaches."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(sock, selectors.EVENT_READ)
+        return bool(selector.select(timeout))
 
 
 def free_port() -> int:

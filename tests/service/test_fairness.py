@@ -85,6 +85,7 @@ class _SlowBigKb:
         self.settings = Settings(kb_dir=kb_dir)
         self.release = threading.Event()
         self.done: dict[str, float] = {}
+        self.ingestion = self.documents = self  # the facade's parts the worker uses
 
     def ingest_one(self, path: str, *, doc_id: str, **_: object) -> FileResult:
         if "big" in doc_id:

@@ -7,7 +7,6 @@ the test skips without it."""
 from __future__ import annotations
 
 import json
-import select
 import shutil
 import socket
 import subprocess
@@ -21,7 +20,7 @@ import httpx
 import pytest
 
 from tests.service.conftest import POLICY
-from tests.service.live_server import free_port, serving
+from tests.service.live_server import free_port, readable, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "deploy" / "nginx.conf"
@@ -135,7 +134,7 @@ def test_a_header_sent_byte_by_byte_is_cut_by_nginx(proxied: Proxied) -> None:
     with socket.create_connection(("127.0.0.1", proxied.port), timeout=30) as sock:
         sent = 0
         for byte in header:
-            ready, _, _ = select.select([sock], [], [], 0.25)  # 4 bytes/s
+            ready = readable(sock, 0.25)  # 4 bytes/s
             if ready:
                 break
             try:

@@ -38,6 +38,7 @@ class _FlakyKb:
         self.failures, self.as_result = failures, as_result
         self.calls = 0
         self.marked: list[str] = []
+        self.ingestion = self.documents = self  # the facade's parts the worker uses
 
     def ingest_one(self, path: str, *, doc_id: str, **_: object) -> FileResult:
         self.calls += 1
@@ -52,7 +53,7 @@ class _FlakyKb:
     def mark_failed(self, doc_id: str, reason: str) -> None:
         self.marked.append(reason)
 
-    def document(self, doc_id: str) -> None:
+    def get(self, doc_id: str) -> None:
         return None
 
 

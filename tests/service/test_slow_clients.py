@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import select
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.service.live_server import serving
+from tests.service.live_server import readable, serving
 
 GRACE = 1.5  # RAG_BODY_RATE_GRACE here: the tests stay short
 
@@ -70,7 +69,7 @@ def trickle(sock: socket.socket, body: bytes, pause: float) -> tuple[bytes, int]
     return what it sent back (until it closed) and the bytes of the body sent."""
     sent = 0
     for byte in body:
-        ready, _, _ = select.select([sock], [], [], pause)
+        ready = readable(sock, pause)
         if ready:
             break
         try:
