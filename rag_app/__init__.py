@@ -50,7 +50,7 @@ __all__ = [
     "Settings",
     "Source",
 ]
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 
 def __getattr__(name: str) -> Any:
