@@ -195,21 +195,6 @@ class JobQueue:
             rows = conn.execute(select(jobs).where(jobs.c.job_id.in_(newest))).mappings().all()
         return {r["doc_id"]: Job.from_row(r) for r in rows}
 
-    def pending_hash(self, tenant: str, content_hash: str) -> str | None:
-        """The document id of an open job of ``tenant`` for content with this hash."""
-        with self.engine.connect() as conn:
-            return conn.execute(
-                select(jobs.c.doc_id)
-                .where(
-                    and_(
-                        jobs.c.tenant == tenant,
-                        jobs.c.content_hash == content_hash,
-                        jobs.c.status.in_(OPEN_STATUSES),
-                    )
-                )
-                .limit(1)
-            ).scalar_one_or_none()
-
     def pending_hashes(self, tenant: str, content_hash: str, limit: int = 50) -> list[str]:
         """The document ids of ``tenant``'s open jobs for content with this hash."""
         with self.engine.connect() as conn:

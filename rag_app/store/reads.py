@@ -106,15 +106,6 @@ class LedgerReads:
                 select(documents.c.fingerprint).where(documents.c.doc_id == doc_id)
             ).scalar_one_or_none()
 
-    def find_by_hash(self, tenant: str, content_hash: str) -> str | None:
-        """A document of ``tenant`` whose active content has this hash, if any."""
-        with self.engine.connect() as conn:
-            return conn.execute(
-                select(documents.c.doc_id)
-                .where(and_(documents.c.tenant == tenant, documents.c.content_hash == content_hash))
-                .limit(1)
-            ).scalar_one_or_none()
-
     def find_all_by_hash(self, tenant: str, content_hash: str, limit: int = 50) -> list[str]:
         """The documents of ``tenant`` whose active content has this hash (several when keys
         limited to different collections uploaded the same file), by id."""

@@ -157,7 +157,7 @@ def test_document_versions_flip_and_cleanup(ledger: Ledger) -> None:
     doc = ledger.get_document("manual")
     assert doc is not None
     assert (doc.status, doc.version, doc.chunk_count) == (DocStatus.SUCCESS, 1, 2)
-    assert ledger.find_by_hash("default", "hash-manual-1") == "manual"
+    assert ledger.find_all_by_hash("default", "hash-manual-1") == ["manual"]
     assert ledger.fingerprint("manual") == "fp"
 
     v2 = begin(ledger, "manual")
