@@ -6,7 +6,7 @@ feedback)."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fastapi import HTTPException, status
 
@@ -14,6 +14,7 @@ from rag_app.faults import fault_point
 from rag_app.service.auth import KeyInfo
 from rag_app.service.deps import ServiceState
 from rag_app.store.collections import Collection, CollectionForbidden, CollectionNotFound
+from rag_app.store.feedback import FeedbackRecord
 from rag_app.types import DocumentInfo
 
 
@@ -73,13 +74,49 @@ def can_read(state: ServiceState, key: KeyInfo, doc_id: str) -> bool:
     )
 
 
+def own_collection_names(state: ServiceState, key: KeyInfo) -> set[str]:
+    """The names of the collections a limited key may use (none for a key of the whole
+    tenant, which is limited by none)."""
+    if key.collections is None:
+        return set()
+    return {c.name for c in state.kb.collections.all(key.tenant, only=key.collections)}
+
+
 def visible_collections(state: ServiceState, key: KeyInfo, names: list[str]) -> list[str]:
     """The collection names a key may see among ``names``: all for a key of the whole tenant,
     a limited key's own otherwise (a document shared with other collections names only these)."""
     if key.collections is None or not names:
         return names
-    mine = {c.name for c in state.kb.collections.all(key.tenant, only=key.collections)}
+    mine = own_collection_names(state, key)
     return [name for name in names if name in mine]
+
+
+def feedback_filter(
+    state: ServiceState, key: KeyInfo, collection: str | None = None
+) -> Callable[[FeedbackRecord], bool]:
+    """Whether a feedback record belongs to the collection (or, for a limited key without one,
+    to its collections): asked there, or citing one of its documents."""
+    if collection is None and key.collections is None:
+        return lambda record: True
+    names = (
+        {usable(state, key, collection).name} if collection else own_collection_names(state, key)
+    )
+    members = set(scope_for(state, key, collection) or ())
+    return lambda record: bool(
+        names & set(record.settings.get("collections") or [])
+        or members & {str(s.get("doc_id", "")) for s in record.sources}
+    )
+
+
+def sources_within_reach(
+    state: ServiceState, key: KeyInfo, records: list[FeedbackRecord]
+) -> list[FeedbackRecord]:
+    """The records as a limited key sees them: no source outside its collections."""
+    if key.collections is not None:
+        reach = set(scope_for(state, key, None) or ())
+        for record in records:
+            record.sources = [s for s in record.sources if str(s.get("doc_id", "")) in reach]
+    return records
 
 
 def remove_document(state: ServiceState, doc_id: str) -> None:

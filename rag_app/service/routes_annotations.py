@@ -10,11 +10,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
-from rag_app.service.access import can_read, usable
+from rag_app.service.access import can_read, feedback_filter, usable
 from rag_app.service.auth import KeyInfo
 from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
-from rag_app.service.routes_feedback import _visibility
 from rag_app.service.schemas import CollectionName
 from rag_app.store.annotations import (
     ANSWER_MAX_CHARS,
@@ -162,7 +161,7 @@ def add_annotation(key: EditorDep, body: AnnotationBody, state: StateDep) -> Ann
     question, answer, refuse = body.question, body.answer.strip(), body.should_refuse
     if body.feedback_id is not None:
         record = state.kb.feedback.get(key.tenant, body.feedback_id)
-        if record is None or not _visibility(state, key)(record):
+        if record is None or not feedback_filter(state, key)(record):
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no feedback {body.feedback_id}")
         question = question or record.resolved_question[:QUESTION_MAX_CHARS]
         if not answer and not refuse and record.expected is not None:

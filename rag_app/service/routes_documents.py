@@ -88,14 +88,19 @@ def _target_id(state: ServiceState, key: KeyInfo, name: str, into: Collection | 
     separate document of that name in its collection (409 naming nothing when that one too is
     out of reach, e.g. taken out of the collection since)."""
     doc_id = make_doc_id(key.tenant, name)
-    if state.kb.documents.get(doc_id) is None or can_read(state, key, doc_id):
+    if _writable(state, key, doc_id):
         return doc_id
     if into is None:  # a key of the whole tenant reads every document; a limited one has `into`
         raise HTTPException(status.HTTP_409_CONFLICT, NAME_TAKEN)
     own_id = make_doc_id(key.tenant, f"{name}\n{into.collection_id}")
-    if state.kb.documents.get(own_id) is None or can_read(state, key, own_id):
+    if _writable(state, key, own_id):
         return own_id
     raise HTTPException(status.HTTP_409_CONFLICT, NAME_TAKEN)
+
+
+def _writable(state: ServiceState, key: KeyInfo, doc_id: str) -> bool:
+    """No document holds this id yet, or the key may read (and so write) the one that does."""
+    return state.kb.documents.get(doc_id) is None or can_read(state, key, doc_id)
 
 
 def _duplicate(state: ServiceState, key: KeyInfo, digest: str) -> str | None:

@@ -3,13 +3,17 @@ with the question, answer, sources, confidence and the settings that answered it
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
-from rag_app.service.access import as_names, can_read, scope_for, usable
+from rag_app.service.access import (
+    as_names,
+    can_read,
+    feedback_filter,
+    sources_within_reach,
+)
 from rag_app.service.auth import KeyInfo
 from rag_app.service.deps import EditorDep, KeyDep, ServiceState, StateDep
 from rag_app.service.json_body import body_schema, json_body
@@ -160,41 +164,13 @@ def list_feedback(
     limited to some collections sees the feedback of those."""
     if collection is None and key.collections is None:
         return FeedbackList(feedback=state.kb.feedback.list(key.tenant, rating=rating, limit=limit))
-    visible = _visibility(state, key, collection)
+    visible = feedback_filter(state, key, collection)
     found = [
         record
         for record in state.kb.feedback.list(key.tenant, rating=rating, limit=10 * limit)
         if visible(record)
     ]
-    return FeedbackList(feedback=[_within_reach(state, key, r) for r in found[:limit]])
-
-
-def _visibility(
-    state: ServiceState, key: KeyInfo, collection: str | None = None
-) -> Callable[[FeedbackRecord], bool]:
-    """Whether a record belongs to the collection (or, for a limited key without one, to its
-    collections): asked there, or citing one of its documents."""
-    if collection is None and key.collections is None:
-        return lambda record: True
-    chosen = [usable(state, key, collection)] if collection else None
-    names = (
-        {c.name for c in chosen}
-        if chosen
-        else {c.name for c in state.kb.collections.all(key.tenant, only=key.collections)}
-    )
-    members = set(scope_for(state, key, collection) or ())
-    return lambda record: bool(
-        names & set(record.settings.get("collections") or [])
-        or members & {str(s.get("doc_id", "")) for s in record.sources}
-    )
-
-
-def _within_reach(state: ServiceState, key: KeyInfo, record: FeedbackRecord) -> FeedbackRecord:
-    """The record as a limited key sees it: no source outside its collections."""
-    if key.collections is not None:
-        reach = set(scope_for(state, key, None) or ())
-        record.sources = [s for s in record.sources if str(s.get("doc_id", "")) in reach]
-    return record
+    return FeedbackList(feedback=sources_within_reach(state, key, found[:limit]))
 
 
 @router.patch(
@@ -206,11 +182,11 @@ def correct_feedback(
     """Say what the answer should have been (``expected_answer``, or ``should_refuse``; both
     empty clears it): `rag feedback export` turns it into the case's expectation."""
     record = state.kb.feedback.get(key.tenant, feedback_id)
-    if record is None or not _visibility(state, key)(record):
+    if record is None or not feedback_filter(state, key)(record):
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"no feedback {feedback_id}")
     state.kb.feedback.set_expected(
         key.tenant, feedback_id, _expected(body.expected_answer, body.should_refuse)
     )
     updated = state.kb.feedback.get(key.tenant, feedback_id)
     assert updated is not None
-    return _within_reach(state, key, updated)
+    return sources_within_reach(state, key, [updated])[0]
