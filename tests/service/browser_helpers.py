@@ -7,6 +7,7 @@ Chromium is Debian's (/usr/bin/chromium, `make browser-deps`); Playwright only d
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -20,7 +21,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 CHROMIUM = Path("/usr/bin/chromium")
+
+
+def skip_without_browser() -> None:
+    """Skip the calling test module when Debian's Chromium or the playwright package is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"{CHROMIUM} is missing: run `make browser-deps` (apt-get install chromium)",
+            allow_module_level=True,
+        )
+    if importlib.util.find_spec("playwright") is None:
+        pytest.skip(
+            "the playwright package is missing (pip install -e '.[dev]')", allow_module_level=True
+        )
+
+
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -10,7 +10,6 @@ views are also written to docs/img/ (referenced from docs/formats.md). Skipped o
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,7 +20,6 @@ from typing import Any
 import pytest
 
 from tests.service.browser_helpers import (
-    CHROMIUM,
     INGEST_TIMEOUT_MS,
     UI_TIMEOUT_MS,
     Live,
@@ -34,18 +32,11 @@ from tests.service.browser_helpers import (
     row_action,
     save_key,
     sized_page,
+    skip_without_browser,
     upload,
 )
 
-if not CHROMIUM.exists():
-    pytest.skip(
-        f"{CHROMIUM} is missing: run `make browser-deps` (apt-get install chromium)",
-        allow_module_level=True,
-    )
-if importlib.util.find_spec("playwright") is None:
-    pytest.skip(
-        "the playwright package is missing (pip install -e '.[dev]')", allow_module_level=True
-    )
+skip_without_browser()
 
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
