@@ -236,24 +236,16 @@ def _vmerge(tc: Any) -> str | None:
     return "restart" if merge.get(_VAL) == "restart" else "continue"
 
 
-def _cells(container: Any, depth: int = 0) -> Iterator[Any]:
+def _wrapped(container: Any, tag: str, depth: int = 0) -> Iterator[Any]:
+    """The ``tag`` children of ``container`` (a table's rows, a row's cells), also those
+    wrapped in content controls or custom XML (at most ``_MAX_NESTING`` deep)."""
     for child in container.iterchildren():
-        if child.tag == _TC:
+        if child.tag == tag:
             yield child
         elif depth < _MAX_NESTING and child.tag in (_SDT, _CUSTOM_XML):
             inner = child.find(_SDT_CONTENT) if child.tag == _SDT else child
             if inner is not None:
-                yield from _cells(inner, depth + 1)
-
-
-def _rows(table: Any, depth: int = 0) -> Iterator[Any]:
-    for child in table.iterchildren():
-        if child.tag == _TR:
-            yield child
-        elif depth < _MAX_NESTING and child.tag in (_SDT, _CUSTOM_XML):
-            inner = child.find(_SDT_CONTENT) if child.tag == _SDT else child
-            if inner is not None:
-                yield from _rows(inner, depth + 1)
+                yield from _wrapped(inner, tag, depth + 1)
 
 
 Span = tuple[int, int, int, int]
@@ -265,7 +257,7 @@ def table_grid(table: Any, cell_text: Callable[[Any], str]) -> tuple[list[list[s
     grid: list[list[str]] = []
     spans: list[Span] = []
     open_vertical: dict[int, int] = {}  # grid column -> index in spans of the range it continues
-    for row in _rows(table):
+    for row in _wrapped(table, _TR):
         values: list[str] = []
         trpr = row.find(qn("w:trPr"))
         before = trpr.find(qn("w:gridBefore")) if trpr is not None else None
@@ -276,7 +268,7 @@ def table_grid(table: Any, cell_text: Callable[[Any], str]) -> tuple[list[list[s
         values.extend([""] * min(max(skip, 0), MAX_TABLE_COLUMNS))
         r = len(grid)
         continued: set[int] = set()
-        for tc in _cells(row):
+        for tc in _wrapped(row, _TC):
             if len(values) >= MAX_TABLE_COLUMNS:
                 break
             c = len(values)
