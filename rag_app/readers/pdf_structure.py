@@ -120,12 +120,28 @@ def _title(first: list[Paragraph], height: float, body: float) -> Paragraph | No
 
 
 def _echoes(p: Paragraph, title: Paragraph) -> bool:
-    """A smaller line above the title that says the same (a page header printing the title)."""
+    """A smaller line above the title that says the same (a page header printing the title),
+    alone or with other pieces of the header on its baseline ("标题      内部资料")."""
+    if p.first.table is not None or p.last.bottom > title.first.top or p.size >= title.size:
+        return False
+    said = normalize(title.text)
+    if normalize(p.text) == said:
+        return True
+    echo = next((ln for ln in p.lines if normalize(ln.text) == said), None)
+    return echo is not None and all(
+        abs(ln.bottom - echo.bottom) <= 0.3 * echo.size for ln in p.lines
+    )
+
+
+def _beside(p: Paragraph, echo: Paragraph, title: Paragraph) -> bool:
+    """Another piece of the header line an echo of the title sits on ("标题      内部资料"): one
+    line on the echo's baseline, in its size, above the title."""
     return (
-        p.first.table is None
+        len(p.lines) == 1
+        and p.first.table is None
         and p.first.bottom <= title.first.top
-        and p.size < title.size
-        and normalize(p.text) == normalize(title.text)
+        and abs(p.first.bottom - echo.first.bottom) <= 0.3 * echo.size
+        and abs(p.size - echo.size) <= 0.15 * echo.size
     )
 
 
@@ -176,8 +192,13 @@ def assemble(pages: list[PageLayout], meta_title: str | None) -> Assembled:
     if title_para is not None:  # a one-page PDF's header that repeats the title (no repetition)
         echo = [p for p in page_paras[0] if p is not title_para and _echoes(p, title_para)]
         if echo:
+            echo += [
+                p
+                for p in page_paras[0]
+                if p is not title_para and p not in echo and _beside(p, echo[0], title_para)
+            ]
             page_paras[0] = [p for p in page_paras[0] if p not in echo]
-            running_header = running_header or echo[0].text
+            running_header = running_header or one_line(title_para.text)
     base = 2 if title_para is not None else 1
     level = {s: min(base + k, 6) for k, s in enumerate(styles)}
 

@@ -53,6 +53,7 @@ class Doc:
     """A typesetter: call :meth:`heading`, :meth:`para`, :meth:`table`, then :meth:`pdf`."""
 
     header: str = ""
+    header_right: str = ""  # printed on the header's baseline, flush right
     footer: bool = True
     columns: int = 1
     title: str | None = None  # the PDF's metadata title
@@ -107,6 +108,8 @@ class Doc:
         if self.header:
             self.c.setFont(CJK, 9)
             self.c.drawString(MARGIN, PAGE_H - 40, self.header)
+            if self.header_right:
+                self.c.drawRightString(PAGE_W - MARGIN, PAGE_H - 40, self.header_right)
             self.c.line(MARGIN, PAGE_H - 46, PAGE_W - MARGIN, PAGE_H - 46)
 
     def _finish_page(self) -> None:

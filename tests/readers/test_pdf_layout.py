@@ -59,6 +59,23 @@ def test_running_header_and_page_numbers_are_dropped_and_kept_as_metadata() -> N
     assert parsed.metadata["running_header"] == HEADER
 
 
+def test_a_one_page_header_that_repeats_the_title_goes_whole() -> None:
+    """One page: no repetition to go by. A header line printing the title on the left and a
+    notice on the right ("内部资料·仅供参考", as an office suite's header does) is dropped whole,
+    not only its title half; the title stays as the heading."""
+    doc = Doc(header="某某公司差旅费报销标准", header_right="内部资料·仅供参考")
+    doc.heading("某某公司差旅费报销标准", 20).para("第一条 " + BODY)
+    parsed = read_bytes(doc.pdf(), "travel.pdf")
+    assert parsed.metadata["pages"] == 1
+    assert "内部资料" not in parsed.text
+    assert parsed.text.startswith("# 某某公司差旅费报销标准\n\n第一条 ")
+    assert parsed.metadata["running_header"] == "某某公司差旅费报销标准"
+    # a one-page notice that does not sit beside an echo of the title stays (no evidence)
+    alone = Doc(header="内部资料·仅供参考")
+    alone.heading("某某公司差旅费报销标准", 20).para("第一条 " + BODY)
+    assert "内部资料·仅供参考" in read_bytes(alone.pdf(), "alone.pdf").text
+
+
 def test_chinese_wrapped_lines_are_joined_without_a_break() -> None:
     parsed = read_bytes(_policy(), "policy.pdf")
     text = parsed.text
