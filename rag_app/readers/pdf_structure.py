@@ -41,6 +41,7 @@ __all__ = ["Assembled", "PageLayout", "assemble"]
 
 _MAX_HEADING_CHARS = 60
 _MAX_TITLE_CHARS = 80
+_BODY_PROSE_CHARS = 200  # text outside tables enough to tell the body size by itself
 _LETTER = re.compile(r"[^\W\d_]")
 
 
@@ -77,6 +78,7 @@ class _Block:
 
 def _body_style(pages: list[list[Paragraph]]) -> tuple[float, bool]:
     sizes: Counter[float] = Counter()
+    prose: Counter[float] = Counter()  # outside tables
     bold = 0
     total = 0
     for paras in pages:
@@ -87,10 +89,13 @@ def _body_style(pages: list[list[Paragraph]]) -> tuple[float, bool]:
                 total += table.chars
             elif table is None:
                 sizes[round(p.size * 2) / 2] += len(p.text)
+                prose[round(p.size * 2) / 2] += len(p.text)
                 bold += len(p.text) if p.bold else 0
                 total += len(p.text)
     if not sizes:
         return 0.0, False
+    if prose.total() >= _BODY_PROSE_CHARS:  # tables are often set smaller than the text
+        return prose.most_common(1)[0][0], bold * 2 > prose.total()
     return sizes.most_common(1)[0][0], bold * 2 > total
 
 
@@ -117,6 +122,23 @@ def _title(first: list[Paragraph], height: float, body: float) -> Paragraph | No
         if best is None or p.size > best.size + 0.1:
             best = p
     return best
+
+
+def _title_goes_on(title: Paragraph, p: Paragraph) -> bool:
+    """The next line of a title that wraps ("…采购目录与" / "价格标准（2026年版）"): right under
+    it, in its size and weight, centred on the same axis or starting at the same x."""
+    last, first = title.last, p.first
+    return (
+        first.table is None
+        and abs(p.size - title.size) <= 0.6
+        and first.bold == last.bold
+        and 0 <= first.top - last.bottom <= 0.8 * title.size
+        and (
+            abs((first.x0 + first.x1) - (last.x0 + last.x1)) <= title.size
+            or abs(first.x0 - last.x0) <= 0.5 * title.size
+        )
+        and len(title.text) + len(p.text) <= _MAX_TITLE_CHARS
+    )
 
 
 def _echoes(p: Paragraph, title: Paragraph) -> bool:
@@ -179,6 +201,13 @@ def assemble(pages: list[PageLayout], meta_title: str | None) -> Assembled:
     page_paras = [paragraphs(lines, rights) for lines in ordered]
     body, body_bold = _body_style(page_paras)
     title_para = _title(page_paras[0], pages[0].height, body) if page_paras else None
+    if title_para is not None:
+        first = page_paras[0]
+        at = first.index(title_para)
+        while at + 1 < len(first) and _title_goes_on(title_para, first[at + 1]):
+            rest = first.pop(at + 1)
+            title_para.text = join_text(title_para.text, rest.text)
+            title_para.lines.extend(rest.lines)
     styles = sorted(
         {
             (round(p.size), p.bold)

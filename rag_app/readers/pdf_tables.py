@@ -246,7 +246,7 @@ def fill_tables(tables: list[Table], chars: Sequence[PdfChar], page: int) -> lis
     for (k, r, c), mine in cells.items():
         text = ""
         for line in build_lines(mine):
-            text = join_text(text, line.text)
+            text = join_text(text, line.text, cell=True)
         tables[k].grid[r][c] = text
     return outside
 
