@@ -13,7 +13,8 @@ from typing import Literal
 from llama_index.core.node_parser import NodeParser
 
 from rag_app.chunking.baselines import FixedSizeNodeParser, SentenceNodeParser
-from rag_app.chunking.blocks import Block, parse_blocks
+from rag_app.chunking.block import Block
+from rag_app.chunking.blocks import parse_blocks
 from rag_app.chunking.headings import detect_heading
 from rag_app.chunking.nodes import CHUNK_METADATA_KEYS, Chunk, restrict_embed_metadata
 from rag_app.chunking.parser import StructureAwareNodeParser, chunk_document

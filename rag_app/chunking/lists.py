@@ -13,7 +13,7 @@ A lead-in longer than half the budget is not repeated whole: its last clause (af
 
 from __future__ import annotations
 
-from rag_app.chunking.blocks import Block
+from rag_app.chunking.block import Block
 from rag_app.chunking.pieces import Piece, pack_units
 from rag_app.chunking.sentences import split_spans
 from rag_app.chunking.tokens import count_tokens

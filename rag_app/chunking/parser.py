@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from llama_index.core.bridge.pydantic import Field, model_validator
 
-from rag_app.chunking.blocks import Block, parse_blocks
+from rag_app.chunking.block import Block
+from rag_app.chunking.blocks import parse_blocks
 from rag_app.chunking.lists import ListSplitter
 from rag_app.chunking.nodes import Chunk, ChunkNodeParser
 from rag_app.chunking.pieces import Piece, split_code, split_paragraph, whole

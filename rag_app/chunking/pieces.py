@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from rag_app.chunking.blocks import Block
+from rag_app.chunking.block import Block
 from rag_app.chunking.sentences import CHINESE_SEPARATORS, split_spans
 from rag_app.chunking.tokens import count_tokens
 

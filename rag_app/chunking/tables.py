@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from rag_app.chunking.blocks import Block
+from rag_app.chunking.block import Block
 from rag_app.chunking.pieces import Piece, pack_units
 from rag_app.chunking.sentences import split_spans
 from rag_app.chunking.tokens import count_tokens

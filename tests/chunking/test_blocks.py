@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from rag_app.chunking import parse_blocks
-from rag_app.chunking.blocks import Block
+from rag_app.chunking.block import Block
 
 from .helpers import uncovered
 from .samples import API_DOC, INSURANCE_CLAUSE, PREMIUM_CAPTION, PREMIUM_HEADER, REGULATION_TEXT

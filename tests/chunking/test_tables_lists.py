@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from rag_app.chunking import count_tokens, parse_blocks
-from rag_app.chunking.blocks import Block
+from rag_app.chunking.block import Block
 from rag_app.chunking.lists import ListSplitter, lead_in_prefix
 from rag_app.chunking.pieces import Piece
 from rag_app.chunking.tables import TableSplitter, table_prefix
