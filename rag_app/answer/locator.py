@@ -18,14 +18,13 @@ from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, Field
 
 from rag_app.analysis.lexicon import Lexicon
-from rag_app.analysis.names import firm_names
 from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
 from rag_app.analysis.specificity import WordSpecificity
+from rag_app.answer.caveat import Caveats, Lacking
 from rag_app.answer.cross_reader import CrossReader, reading_text
 from rag_app.answer.features import (
     FEATURES,
     FeatureExtractor,
-    any_value_in,
     rival_value,
     stated_values,
     term_credit,
@@ -35,12 +34,9 @@ from rag_app.answer.passage_scorer import PassageScorer, cosine_embedder
 from rag_app.answer.question_features import (
     question_vector,
     said,
-    with_canonical_forms,
 )
 from rag_app.answer.units import AnswerUnit, evidence_units
-from rag_app.retrieval.record import record_of
 from rag_app.retrieval.stats import TermStatistics
-from rag_app.text.numerals import in_words
 from rag_app.types import Outcome
 
 TYPE_WORDS = {
@@ -164,8 +160,11 @@ class AnswerLocator:
         self.model = model
         self.reader = reader
         self.cross_reader = cross_reader
-        self.qualify_confidence = qualify_confidence
-        self.qualify_below = qualify_below
+        self.caveats = Caveats(
+            lexicon=analyzer.lexicon,
+            qualify_below=qualify_below,
+            qualify_confidence=qualify_confidence,
+        )
         self.cross_units = cross_units
         self.embed_model = embed_model  # the knowledge base's: retrieval embeds the question
         self.analyzer = analyzer
@@ -231,8 +230,7 @@ class AnswerLocator:
         refused = best < self.threshold
         reason = explanation = None
         parts: list[ScoredUnit] = []
-        absent: list[str] = []
-        unnamed: list[str] = []
+        lacking = Lacking()
         if refused:
             reason, explanation = self._why(analysis, weights, nodes, scored[0], x[order[0]], best)
         else:
@@ -240,16 +238,14 @@ class AnswerLocator:
                 self._best_for(part, nodes, units)
                 for part in question_parts(question, self.lexicon)
             ]
-            evidence = self._evidence_text(nodes)
-            absent = self._absent_values(analysis, evidence)
-            unnamed = [n for n in firm_names(analysis) if not said(self._normalize(n), evidence)]
+            lacking = self.caveats.lacking(analysis, nodes)
         reading = None if refused else self._cross_read(question, nodes, scored)
         return AnswerDecision(
             refused=refused, reason=reason, explanation=explanation, best=round(best, 4),
             threshold=self.threshold, units=scored, parts=parts, analysis=analysis,
-            absent_values=absent, absent_names=unnamed,
+            absent_values=lacking.values, absent_names=lacking.names,
             reading=None if reading is None else round(reading, 4),
-            caveat=None if refused else self._caveat([*absent, *unnamed], reading, best),
+            caveat=None if refused else self.caveats.caveat(lacking, reading, best),
         )  # fmt: skip
 
     def _cross_read(
@@ -261,17 +257,6 @@ class AnswerLocator:
             return None
         texts = [reading_text(nodes[s.unit.source - 1], s.unit) for s in scored[: self.cross_units]]
         return max(r.probability for r in self.cross_reader.read(question, texts))
-
-    def _caveat(self, absent: list[str], reading: float | None, best: float) -> str | None:
-        """The first line's warning: what the evidence lacks, or that it may not answer."""
-        if absent:
-            named = "、".join(f"“{v}”" for v in absent)
-            return f"知识库中没有{named}的记录；最接近的是："
-        if reading is not None and reading < self.qualify_below:
-            return "知识库中没有找到确切的答案；最接近的是："
-        if best < self.qualify_confidence:
-            return "知识库中可能没有确切的答案；最接近的是："
-        return None
 
     def _read_stage(
         self,
@@ -320,25 +305,6 @@ class AnswerLocator:
     def _normalize(self, text: str) -> str:
         return self.lexicon.normalize(text.lower())
 
-    def _evidence_text(self, nodes: Sequence[NodeWithScore]) -> str:
-        """The passages with their heading paths, normalised and with their canonical forms:
-        the evidence as the gate reads it."""
-        return with_canonical_forms(self._normalize("\n".join(
-            record_of(n.node).title_path + "\n" + n.node.get_content() for n in nodes
-        )))  # fmt: skip
-
-    def _absent_values(self, analysis: QuestionAnalysis, evidence: str) -> list[str]:
-        """The question's stated values (:func:`stated_values`; bounds such as 超过7亿 aside)
-        that ``evidence`` (:meth:`_evidence_text`) holds in no form: not as written, not as a
-        date's other spelling (2021-10), not with its number in Chinese numerals (四倍)."""
-        absent = []
-        for value in stated_values(analysis):
-            norm = self._normalize(value)
-            if any_value_in([norm], evidence) == 1.0 or any(w in evidence for w in in_words(norm)):
-                continue
-            absent.append(value)
-        return absent
-
     def _why(
         self,
         analysis: QuestionAnalysis,
@@ -349,7 +315,7 @@ class AnswerLocator:
         best: float,
     ) -> tuple[str, str]:
         """What was missing, from the question analysis and the best unit's features."""
-        everything = self._evidence_text(nodes)
+        everything = self.caveats.evidence_text(nodes)
         for entity in analysis.entities:
             if self._normalize(entity) not in everything:
                 return "entity_missing", f"检索到的资料中没有提到“{entity}”。"
