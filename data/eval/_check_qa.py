@@ -61,7 +61,12 @@ def load(path: Path) -> tuple[str, list[list[str]]]:
                 rows.append(cells)
                 parts.append(" ".join(cells))
         return "\n".join(parts), rows
-    raw = path.read_text(encoding="utf-8")
+    if suf == ".pdf":  # as the engine's PDF reader lays it out (tables as GFM tables)
+        from rag_app.readers import read_file
+
+        raw = read_file(path).text
+    else:
+        raw = path.read_text(encoding="utf-8")
     if suf in (".html", ".htm"):
         for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", raw, flags=re.S):
             cells = [
