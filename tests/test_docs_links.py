@@ -4,8 +4,8 @@ For README.md and every Markdown file at the top level of docs/ (not docs/resear
 notebook, which records the code as it was):
 
 * every relative Markdown link target ``](path)`` exists relative to the file's folder
-  (http(s): and mailto: links and pure ``#anchor`` links are skipped; a ``#anchor`` suffix is
-  stripped before the check);
+  (http(s): and mailto: links are skipped), and its ``#anchor``, if any, is a heading of the
+  target Markdown file (or of the file itself for a bare ``#anchor``) as GitHub names it;
 * every repository path in backticks under ``rag_app/``, ``benchmarks/``, ``pipelines/`` or
   ``tests/`` (``rag_app/engine.py``, ``benchmarks/results/``) exists relative to the repository
   root, and one ending in ``/`` is a directory (folders written at run time and ignored by
@@ -31,6 +31,37 @@ SKIPPED_SCHEMES = ("http://", "https://", "mailto:")
 GENERATED = ("benchmarks/.cache/",)
 
 
+FENCE = re.compile(r"^\s*(```|~~~)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: its rendered text lower-cased, punctuation other than
+    ``-`` and ``_`` dropped, spaces as ``-``."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link: its text
+    text = re.sub(r"<[^>]+>", "", text).replace("`", "").replace("*", "")
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def anchors(doc: Path) -> set[str]:
+    """Every heading anchor of a Markdown file (a repeated one also as ``name-1``, ``name-2`` …),
+    headings inside code fences aside."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in doc.read_text(encoding="utf-8").splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        m = None if fenced else HEADING.match(line)
+        if m:
+            base = slug(m.group(1))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            found.add(base if n == 0 else f"{base}-{n}")
+    return found
+
+
 def user_docs() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -42,11 +73,14 @@ def broken_references(doc: Path) -> list[str]:
     for lineno, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
         for match in LINK.finditer(line):
             target = match.group(1).strip("<>")
-            if target.startswith(SKIPPED_SCHEMES) or target.startswith("#"):
+            if target.startswith(SKIPPED_SCHEMES):
                 continue
-            path = target.split("#", 1)[0]
-            if not (doc.parent / path).exists():
+            path, _, anchor = target.partition("#")
+            file = doc.parent / path if path else doc
+            if not file.exists():
                 broken.append(f"{rel}:{lineno}: link {target}")
+            elif anchor and file.suffix == ".md" and anchor.lower() not in anchors(file):
+                broken.append(f"{rel}:{lineno}: anchor {target}")
         for match in CODE_PATH.finditer(line):
             path = match.group(1)
             # `benchmarks/.cache` and `benchmarks/.cache/…` alike (the folder itself, with or
