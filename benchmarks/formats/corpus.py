@@ -29,7 +29,8 @@ from render_html import LAYOUTS, title_of, to_html  # noqa: E402
 
 from rag_app.eval.dataset import QAItem  # noqa: E402
 
-FORMATS = ["md", *LAYOUTS, "docx"]
+OFFICE_PDF = "pdf-office"  # the Word rendering saved as PDF by LibreOffice (an office suite's PDF)
+FORMATS = ["md", *LAYOUTS, OFFICE_PDF, "docx"]
 CACHE = Path(os.environ.get("RAG_FORMATS_CACHE", "/tmp/rag-formats-cache"))
 RENDERERS = ["render_html.py", "render_pdf.py", "render_docx.py", "corpus.py"]
 
@@ -123,6 +124,36 @@ def target_name(rel: str, fmt: str) -> str:
     )
 
 
+def _office_pdfs(subset: Subset, out: Path) -> dict[str, Any]:
+    """Each document as render_docx.py writes it (automatic numbering, Word table with its
+    header row repeated, running header and "第 N 页" footer), converted to PDF by LibreOffice
+    headless (``make office-deps``), one conversion per folder."""
+    import subprocess
+    import tempfile
+
+    from pypdf import PdfReader
+
+    soffice = shutil.which("soffice") or shutil.which("libreoffice")
+    if soffice is None:
+        raise SystemExit("skipped: LibreOffice missing (make office-deps)")
+    with tempfile.TemporaryDirectory(prefix="office-pdf-") as staging:
+        folders: dict[Path, list[str]] = {}
+        for rel in subset.docs:
+            md = (subset.docs_dir / rel).read_text(encoding="utf-8")
+            docx = Path(staging) / "docx" / target_name(rel, "docx")
+            to_docx(md, title_of(md, Path(rel).stem), docx)
+            folders.setdefault(Path(rel).parent, []).append(str(docx))
+        for folder, files in folders.items():
+            (out / folder).mkdir(parents=True, exist_ok=True)
+            subprocess.run(
+                [soffice, f"-env:UserInstallation=file://{staging}/profile", "--headless",
+                 "--convert-to", "pdf", "--outdir", str(out / folder), *files],
+                check=True, capture_output=True, timeout=1800,
+            )  # fmt: skip
+    pages = sum(len(PdfReader(p).pages) for p in out.rglob("*.pdf"))
+    return {"layout": "Word rendering (docx) saved as PDF by LibreOffice", "pages": pages}
+
+
 def render(subset: Subset, fmt: str) -> tuple[Path, dict[str, Any]]:
     """The subset's documents in ``fmt`` under the cache (rendered once per documents and code):
     (folder, what rendering took and made)."""
@@ -149,6 +180,8 @@ def render(subset: Subset, fmt: str) -> tuple[Path, dict[str, Any]]:
             for k, v in counts.items():
                 totals[k] = totals.get(k, 0) + v
         info["numbered"] = totals
+    elif fmt == OFFICE_PDF:
+        info.update(_office_pdfs(subset, tmp))
     else:
         from pypdf import PdfReader
         from render_pdf import chromium, print_pdf

