@@ -83,7 +83,7 @@ def _table(rows: list[list[Line]]) -> Table | None:
         cells = [""] * len(bands)
         for ln in row:
             i = _band_of(bands, ln)
-            cells[i] = join_text(cells[i], ln.text, cell=True)
+            cells[i] = join_text(cells[i], ln.text)
         gap = gaps[k - 1] if k else 0.0
         wrapped = wraps_apart and gap < tight
         hangs = not cells[0] and gap < 0.5 * height

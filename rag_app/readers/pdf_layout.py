@@ -56,12 +56,10 @@ def is_cjk(ch: str) -> bool:
     )
 
 
-def join_text(left: str, right: str, *, cell: bool = False) -> str:
+def join_text(left: str, right: str) -> str:
     """Join a wrapped line to the next: no space after or before a CJK character, one space
     between Latin words, a hyphenation ("inter-" + "national") undone, a compound's hyphen
-    ("Type-" + "C", "fi-" + "8170") kept without a space. In a table ``cell`` a number cut by
-    the wrap ("368" + "0", "4×1." + "92T") is joined whole: a narrow column breaks long tokens
-    anywhere, and two numbers side by side in one cell are rarely apart by a mere space."""
+    ("Type-" + "C", "fi-" + "8170") kept without a space."""
     if not left:
         return right
     if not right:
@@ -72,8 +70,6 @@ def join_text(left: str, right: str, *, cell: bool = False) -> str:
     if is_cjk(a) or is_cjk(b) or a.isspace() or b.isspace():
         return left + right
     if a == "-" and len(left) > 1 and left[-2].isalnum() and b.isalnum():
-        return left + right
-    if cell and b.isdigit() and (a.isdigit() or (a == "." and left[-2:-1].isdigit())):
         return left + right
     return left + " " + right
 

@@ -21,11 +21,13 @@ analysed (the reader notes the page).
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rag_app.chunking.headings import match_marker
 from rag_app.readers.pdf_chars import PdfChar, Segment
-from rag_app.readers.pdf_layout import build_lines, join_text, normalize
+from rag_app.readers.pdf_layout import Line, build_lines, join_text, normalize
 from rag_app.readers.sheets import Span, header_depth, sheet_table
 
 __all__ = [
@@ -244,22 +246,62 @@ def fill_tables(tables: list[Table], chars: Sequence[PdfChar], page: int) -> lis
         sizes = sorted(ch.size for (i, _, _), mine in cells.items() if i == k for ch in mine)
         t.size, t.chars = (sizes[len(sizes) // 2], len(sizes)) if sizes else (0.0, 0)
     for (k, r, c), mine in cells.items():
+        t = tables[k]
+        right = next((s[3] for s in t.spans if s[0] == r and s[1] == c), c)
         text = ""
+        prev: Line | None = None
         for line in build_lines(mine):
-            text = join_text(text, line.text, cell=True)
-        tables[k].grid[r][c] = text
+            if prev is not None and _cut_token(prev, line, t.xs[c], t.xs[right + 1]):
+                text += line.text
+            else:
+                text = join_text(text, line.text)
+            prev = line
+        t.grid[r][c] = text
     return outside
+
+
+_TIME = re.compile(r"\d{1,2}:\d{2}")
+
+
+def _cut_token(prev: Line, line: Line, left: float, right: float) -> bool:
+    """Whether a cell's line break cuts a number ("1500." | "42", "400" | "0"): the line
+    before it is full to the cell's right edge (less the left padding), so the typesetter broke
+    the number where it ran out of room; a time after a date ("2022-11-01" | "08:00:00") is a
+    wrap at a space all the same. Words are not joined so ("512G" | "SSD" at a full line is a
+    wrap at a space as often as "I" | "PS" is a cut word)."""
+    a, b = prev.text[-1:], line.text[:1]
+    if not (
+        b.isdigit() and b.isascii() and (a.isdigit() or (a == "." and prev.text[-2:-1].isdigit()))
+    ):
+        return False
+    if _TIME.match(line.text):
+        return False
+    width = (prev.x1 - prev.x0) / max(len(prev.text), 1)
+    return right - (prev.x0 - left) - prev.x1 < 1.5 * width
 
 
 def _header_rows(t: Table) -> int:
     return header_depth(t.grid, t.spans)
 
 
+def _rest_of_row(last: list[str], head: list[str]) -> bool:
+    """Whether ``head``, the first row on the next page, is the rest of ``last``, a row cut by
+    the page break (Word and LibreOffice let a row break across pages): its first cell empty
+    under a row that has one; or, in a table of three or more columns, a full row continued in
+    at most half of its cells, the first of them no numbering marker (一、, （一）, 1.: a group
+    label opening rows of its own)."""
+    if not head[0]:
+        return bool(last[0])
+    filled = sum(1 for c in head if c)
+    return (
+        len(head) >= 3 and all(last) and filled * 2 <= len(head) and match_marker(head[0]) is None
+    )
+
+
 def merge_continued(first: Table, second: Table) -> int | None:
     """Append ``second`` (the top of the next page or column) to ``first`` when its columns
     start at the same offsets; its leading rows that repeat ``first``'s header are dropped, and
-    a first row with an empty first cell under a row that has one is the rest of that row (Word
-    lets a row break across pages). Returns the row of ``first`` where ``second`` begins, or
+    a first row that is the rest of ``first``'s last row (:func:`_rest_of_row`) is joined to it. Returns the row of ``first`` where ``second`` begins, or
     None when it is no continuation."""
     if len(first.xs) != len(second.xs):
         return None
@@ -278,9 +320,8 @@ def merge_continued(first: Table, second: Table) -> int | None:
     rest = second.grid[drop:] if drop < len(second.grid) else []
     split_row = (
         bool(rest)
-        and not rest[0][0]
         and any(rest[0])
-        and bool(first.grid[-1][0])
+        and _rest_of_row(first.grid[-1], rest[0])
         and not any(top <= drop <= bottom and left == 0 for top, left, bottom, _ in second.spans)
     )
     if split_row:

@@ -1,8 +1,8 @@
 """The sample KB's PDF (data/knowledge/办公设备采购目录与价格标准.pdf, a Word document saved as
 PDF by LibreOffice: data/build_sample_pdf.py) read as a reader sees it: one wrapped title, the
 body text's size told apart from the smaller table text, a catalogue table over four pages with
-its repeated header dropped and the rows a page break cuts joined, numbers cut by a narrow
-column joined whole, the running header and "第 N 页" footer gone."""
+its repeated header dropped and the rows a page break cuts joined, numbers cut by a full line of
+a narrow column joined whole, the running header and "第 N 页" footer gone."""
 
 from __future__ import annotations
 
@@ -38,8 +38,9 @@ def test_the_catalogue_is_one_table_of_36_whole_rows(text: str) -> None:
     assert all(len(cells.split(" | ")) == 5 for _, cells in rows)
     row = dict(rows)
     assert "2288H V7（2×Xeon Gold/256G/4×1.92T SSD） | 68000 |" in row["BG-006"]  # cut by page 1|2
-    assert "Precision 3680（" in row["BG-005"]  # "368" / "0（i9…" in the narrow column
-    assert "Type-C 90W" in row["BG-008"]
+    assert "4000 流明" in row["BG-014"]  # "400" / "0 流明": a number cut at a full line
+    assert "Type-C 90W" in row["BG-008"]  # a compound's hyphen at the line end
+    assert "512G SSD" in row["BG-004"] and "ADF 80" in row["BG-013"]  # wraps at a space
 
 
 def test_running_header_and_page_footer_are_gone(text: str) -> None:
@@ -50,11 +51,9 @@ def test_running_header_and_page_footer_are_gone(text: str) -> None:
     assert parsed.metadata["pages"] == 4 and parsed.metadata["tables"] == 2
 
 
-def test_join_text_keeps_compounds_and_cut_numbers() -> None:
+def test_join_text_keeps_compounds() -> None:
     assert join_text("Type-", "C") == "Type-C"
     assert join_text("inter-", "national") == "international"
-    assert join_text("Precision 368", "0", cell=True) == "Precision 3680"
-    assert join_text("4×1.", "92T", cell=True) == "4×1.92T"
-    assert join_text("in 2019.", "2020 was", cell=False) == "in 2019. 2020 was"
-    assert join_text("Gen", "6", cell=True) == "Gen 6"
+    assert join_text("in 2019.", "2020 was") == "in 2019. 2020 was"
+    assert join_text("Gen", "6") == "Gen 6"
     assert join_text("价格", "标准") == "价格标准"
