@@ -156,14 +156,19 @@ def _echoes(p: Paragraph, title: Paragraph) -> bool:
 
 
 def _beside(p: Paragraph, echo: Paragraph, title: Paragraph) -> bool:
-    """Another piece of the header line an echo of the title sits on ("标题      内部资料"): one
-    line on the echo's baseline, in its size, above the title."""
+    """Another piece of the header an echo of the title is part of ("标题      内部资料"): one
+    line in the echo's size, above the title, on the echo's baseline or right under it (a
+    header whose tab pushed its right part onto a second line)."""
+    line, size = p.first, echo.size
     return (
         len(p.lines) == 1
-        and p.first.table is None
-        and p.first.bottom <= title.first.top
-        and abs(p.first.bottom - echo.first.bottom) <= 0.3 * echo.size
-        and abs(p.size - echo.size) <= 0.15 * echo.size
+        and line.table is None
+        and line.bottom <= title.first.top
+        and abs(p.size - size) <= 0.15 * size
+        and (
+            abs(line.bottom - echo.last.bottom) <= 0.3 * size
+            or 0 <= line.top - echo.last.bottom <= 0.8 * size
+        )
     )
 
 

@@ -54,6 +54,7 @@ class Doc:
 
     header: str = ""
     header_right: str = ""  # printed on the header's baseline, flush right
+    header_below: str = ""  # a second header line (a tab that pushed the right part down)
     footer: bool = True
     columns: int = 1
     title: str | None = None  # the PDF's metadata title
@@ -110,6 +111,8 @@ class Doc:
             self.c.drawString(MARGIN, PAGE_H - 40, self.header)
             if self.header_right:
                 self.c.drawRightString(PAGE_W - MARGIN, PAGE_H - 40, self.header_right)
+            if self.header_below:
+                self.c.drawString(MARGIN, PAGE_H - 51, self.header_below)
             self.c.line(MARGIN, PAGE_H - 46, PAGE_W - MARGIN, PAGE_H - 46)
 
     def _finish_page(self) -> None:

@@ -70,6 +70,10 @@ def test_a_one_page_header_that_repeats_the_title_goes_whole() -> None:
     assert "内部资料" not in parsed.text
     assert parsed.text.startswith("# 某某公司差旅费报销标准\n\n第一条 ")
     assert parsed.metadata["running_header"] == "某某公司差旅费报销标准"
+    # LibreOffice: the header's right part pushed by its tab onto a second line
+    below = Doc(header="某某公司差旅费报销标准", header_below="内部资料·仅供参考")
+    below.heading("某某公司差旅费报销标准", 20).para("第一条 " + BODY)
+    assert read_bytes(below.pdf(), "below.pdf").text.startswith("# 某某公司差旅费报销标准\n")
     # a one-page notice that does not sit beside an echo of the title stays (no evidence)
     alone = Doc(header="内部资料·仅供参考")
     alone.heading("某某公司差旅费报销标准", 20).para("第一条 " + BODY)
