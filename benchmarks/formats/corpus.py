@@ -30,7 +30,10 @@ from render_html import LAYOUTS, title_of, to_html  # noqa: E402
 from rag_app.eval.dataset import QAItem  # noqa: E402
 
 OFFICE_PDF = "pdf-office"  # the Word rendering saved as PDF by LibreOffice (an office suite's PDF)
-FORMATS = ["md", *LAYOUTS, OFFICE_PDF, "docx"]
+# html: render_html.py's page (ruled layout) as a file; doc: the Word rendering saved as Word
+# 97-2003 by LibreOffice (read back through LibreOffice by the engine)
+FORMATS = ["md", *LAYOUTS, OFFICE_PDF, "docx", "doc", "html"]
+SUFFIX = {"md": ".md", "docx": ".docx", "doc": ".doc", "html": ".html"}
 CACHE = Path(os.environ.get("RAG_FORMATS_CACHE", "/tmp/rag-formats-cache"))
 RENDERERS = ["render_html.py", "render_pdf.py", "render_docx.py", "corpus.py"]
 
@@ -117,17 +120,14 @@ def law_titles(path: Path) -> dict[str, str]:
 
 
 def target_name(rel: str, fmt: str) -> str:
-    return (
-        rel
-        if fmt == "md"
-        else str(Path(rel).with_suffix(".pdf" if fmt.startswith("pdf") else ".docx"))
-    )
+    return rel if fmt == "md" else str(Path(rel).with_suffix(SUFFIX.get(fmt, ".pdf")))
 
 
-def _office_pdfs(subset: Subset, out: Path) -> dict[str, Any]:
+def _office_pdfs(subset: Subset, out: Path, to: str = "pdf") -> dict[str, Any]:
     """Each document as render_docx.py writes it (automatic numbering, Word table with its
-    header row repeated, running header and "第 N 页" footer), converted to PDF by LibreOffice
-    headless (``make office-deps``), one conversion per folder."""
+    header row repeated, running header and "第 N 页" footer), converted by LibreOffice
+    headless (``make office-deps``) to PDF (``to="doc"``: to Word 97-2003), one conversion per
+    folder."""
     import subprocess
     import tempfile
 
@@ -147,9 +147,11 @@ def _office_pdfs(subset: Subset, out: Path) -> dict[str, Any]:
             (out / folder).mkdir(parents=True, exist_ok=True)
             subprocess.run(
                 [soffice, f"-env:UserInstallation=file://{staging}/profile", "--headless",
-                 "--convert-to", "pdf", "--outdir", str(out / folder), *files],
+                 "--convert-to", to, "--outdir", str(out / folder), *files],
                 check=True, capture_output=True, timeout=1800,
             )  # fmt: skip
+    if to != "pdf":
+        return {"layout": f"Word rendering (docx) saved as .{to} by LibreOffice"}
     pages = sum(len(PdfReader(p).pages) for p in out.rglob("*.pdf"))
     return {"layout": "Word rendering (docx) saved as PDF by LibreOffice", "pages": pages}
 
@@ -182,6 +184,15 @@ def render(subset: Subset, fmt: str) -> tuple[Path, dict[str, Any]]:
         info["numbered"] = totals
     elif fmt == OFFICE_PDF:
         info.update(_office_pdfs(subset, tmp))
+    elif fmt == "doc":
+        info.update(_office_pdfs(subset, tmp, to="doc"))
+    elif fmt == "html":
+        layout = LAYOUTS["pdf-ruled"]
+        for rel in subset.docs:
+            md = (subset.docs_dir / rel).read_text(encoding="utf-8")
+            target = tmp / target_name(rel, fmt)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(to_html(md, title_of(md, Path(rel).stem), layout), encoding="utf-8")
     else:
         from pypdf import PdfReader
         from render_pdf import chromium, print_pdf

