@@ -79,6 +79,7 @@ class Numbering:
         self.expected: dict[str, int] = {}
         self.current: dict[str, int] = {}
         self.instances = 0
+        self.started: set[str] = set()
 
     def num_for(self, label: str, value: int) -> int:
         """The ``w:num`` that shows ``value`` on the next paragraph of list ``label``: the
@@ -89,12 +90,18 @@ class Numbering:
         num_id = self.next_id
         self.next_id += 1
         self.instances += 1
+        # a list that starts at 1 needs no override (LibreOffice's .doc export mishandles one
+        # on a list's first instance: it shows that paragraph's number twice)
+        override = (
+            f'<w:lvlOverride w:ilvl="0"><w:startOverride w:val="{value}"/></w:lvlOverride>'
+            if value != 1 or label in self.started
+            else ""
+        )
+        self.started.add(label)
         self.root.append(
             parse_xml(
                 f'<w:num {nsdecls("w")} w:numId="{num_id}">'
-                f'<w:abstractNumId w:val="{ABSTRACT_IDS[label]}"/>'
-                f'<w:lvlOverride w:ilvl="0"><w:startOverride w:val="{value}"/></w:lvlOverride>'
-                "</w:num>"
+                f'<w:abstractNumId w:val="{ABSTRACT_IDS[label]}"/>{override}</w:num>'
             )
         )
         self.current[label], self.expected[label] = num_id, value + 1
