@@ -1,9 +1,10 @@
 """The answer path as a LlamaIndex query engine, built once per knowledge base:
 
-HybridRetriever → Reranker → NeighborExpansion → EvidenceGate (answer model) → CitationSynthesizer.
+QuestionAnalyzer → HybridRetriever → Reranker → NeighborExpansion → EvidenceGate (answer model)
+→ CitationSynthesizer: analysis, retrieval, evidence, decision, synthesis, each once, in order.
 
 Each stage returns a typed value: the evidence nodes, the gate's
-:class:`~rag_app.answer.locator.AnswerDecision`, the synthesizer's
+:class:`~rag_app.answer.decision.AnswerDecision`, the synthesizer's
 :class:`~rag_app.synthesis.citations.Synthesis`, together an :class:`AnswerResult`, which
 ``rag_app.query.answer_of`` turns into the public :class:`~rag_app.types.Answer`.
 :meth:`AnswerEngine.answer` takes a :class:`~rag_app.retrieval.scope.Request` (the question and
@@ -28,7 +29,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.question import QuestionAnalyzer
 from rag_app.answer.cross_reader import CrossReader
-from rag_app.answer.locator import AnswerDecision, AnswerLocator
+from rag_app.answer.decision import AnswerDecision
+from rag_app.answer.locator import AnswerLocator
 from rag_app.answer.model import AnswerModel, bundled_model
 from rag_app.answer.passage_scorer import PassageScorer, build_passage_scorer
 from rag_app.config import Settings
@@ -89,8 +91,10 @@ class AnswerEngine(BaseQueryEngine):
         synthesizer: CitationSynthesizer,
         rerank_candidates: int = 20,
         scope: Scope | None = None,
+        analyzer: QuestionAnalyzer | None = None,
     ) -> None:
-        """``scope``: where :meth:`query` looks (default: the default tenant)."""
+        """``scope``: where :meth:`query` looks (default: the default tenant); ``analyzer``: the
+        analysis stage (default: the gate's own, one memo and one lexicon with the decision)."""
         super().__init__(callback_manager=None)
         self.scope = scope or Scope()
         self.retriever_factory = retriever_factory
@@ -99,6 +103,7 @@ class AnswerEngine(BaseQueryEngine):
         self.gate = gate
         self.synthesizer = synthesizer
         self.rerank_candidates = rerank_candidates
+        self.analyzer = analyzer if analyzer is not None else gate.locator.analyzer
 
     def _get_prompt_modules(self) -> PromptMixinType:
         return {}
@@ -108,7 +113,7 @@ class AnswerEngine(BaseQueryEngine):
         return AnswerEngine(
             retriever_factory=self.retriever_factory, reranker=self.reranker,
             neighbors=self.neighbors, gate=self.gate, synthesizer=self.synthesizer,
-            rerank_candidates=self.rerank_candidates, scope=scope,
+            rerank_candidates=self.rerank_candidates, scope=scope, analyzer=self.analyzer,
         )  # fmt: skip
 
     def evidence(self, request: Request, bundle: QueryBundle | None = None) -> list[NodeWithScore]:
@@ -138,11 +143,15 @@ class AnswerEngine(BaseQueryEngine):
         question = request.question
         t0 = time.perf_counter()
         with llm_budget(self.synthesizer.budget):  # from here (a chat turn's: from its start)
+            asked = self.analyzer.asked(question)  # the question read once, first
+            analysed = time.perf_counter() - t0  # counted in gate_ms, as when the gate read it
             bundle = QueryBundle(question) if bundle is None else bundle
             nodes = self.evidence(request, bundle=bundle)
             t1 = time.perf_counter()
             with stage("gate"):  # the reading stage reuses the question's vector from retrieval
-                decision = self.gate.decide(question, nodes, query_vector=bundle.embedding)
+                decision = self.gate.decide(
+                    question, nodes, query_vector=bundle.embedding, asked=asked
+                )
             t2 = time.perf_counter()
             with stage("synthesis"):
                 synthesis = self.synthesizer.synthesize(
@@ -150,8 +159,8 @@ class AnswerEngine(BaseQueryEngine):
                 )
             t3 = time.perf_counter()
         timings = {
-            "retrieve_ms": (t1 - t0) * 1000,
-            "gate_ms": (t2 - t1) * 1000,
+            "retrieve_ms": (t1 - t0 - analysed) * 1000,
+            "gate_ms": (t2 - t1 + analysed) * 1000,
             "synthesize_ms": (t3 - t2) * 1000,
             "total_ms": (t3 - t0) * 1000,
         }

@@ -4,7 +4,8 @@ Shared by the reranker, the answer locator (which decides and answers) and the s
 they read a question the same way. The vocabulary is data: ``lexicon.json`` (general Chinese).
 """
 
+from rag_app.analysis.asked import AskedQuestion, QuestionAnalysis
 from rag_app.analysis.lexicon import Lexicon
-from rag_app.analysis.question import QuestionAnalysis, QuestionAnalyzer
+from rag_app.analysis.question import QuestionAnalyzer
 
-__all__ = ["Lexicon", "QuestionAnalysis", "QuestionAnalyzer"]
+__all__ = ["AskedQuestion", "Lexicon", "QuestionAnalysis", "QuestionAnalyzer"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rag_app.analysis.asked import QuestionAnalysis
 from rag_app.analysis.entities import _LATIN, _QUOTED
-from rag_app.analysis.question import QuestionAnalysis
 
 
 def firm_names(analysis: QuestionAnalysis) -> list[str]:

@@ -1,12 +1,13 @@
-"""QuestionAnalysis: what a question asks for, read once and shared by every answer stage."""
+"""QuestionAnalyzer: what a question asks for (:class:`~rag_app.analysis.asked.QuestionAnalysis`),
+read once, first, and shared by every later stage."""
 
 from __future__ import annotations
 
 import threading
 from functools import lru_cache
 
-from pydantic import BaseModel, Field
-
+from rag_app.analysis.asked import AskedQuestion, QuestionAnalysis
+from rag_app.analysis.compound import question_parts
 from rag_app.analysis.english import HAN, EnglishQuestionAnalyzer, is_english
 from rag_app.analysis.entities import named_entities
 from rag_app.analysis.head import CLAUSE_MARKS, HeadFinder, word_spans
@@ -14,59 +15,8 @@ from rag_app.analysis.lexicon import Lexicon
 from rag_app.analysis.values import bounds_among, value_matches
 from rag_app.text.tokenizer import _jieba_posseg, label_tokens, query_tokens
 
-# answer types whose answer is a value of a recognisable form (lexicon value_patterns)
-VALUE_TYPES = ("duration", "date", "money", "ratio", "number", "person", "organization", "place")
 # answer types that ask no single thing: no asked head
 OPEN_TYPES = ("yes_no", "method", "reason")
-
-
-class QuestionAnalysis(BaseModel):
-    """A question read for answering (typed output of :class:`QuestionAnalyzer`)."""
-
-    text: str
-    answer_type: str = Field(
-        "other",
-        description="choice (谁更…), duration, date, money, ratio, number, person, "
-        "organization, place, reason, method, list, yes_no, definition, what, other",
-    )
-    cue: str | None = Field(None, description="The question word that set the answer type.")
-    head: str | None = Field(None, description="The asked thing next to the question word.")
-    entities: list[str] = Field(default_factory=list, description="Names, titles, codes.")
-    constraints: list[str] = Field(
-        default_factory=list, description="Values the answer must be about (5000元, 63岁, 2021年)."
-    )
-    bounds: list[str] = Field(
-        default_factory=list,
-        description="The constraints that bound a range or a comparison (超过7亿, 20000至30000元): "
-        "the evidence need not state them.",
-    )
-    terms: list[str] = Field(default_factory=list, description="Content tokens (index tokens).")
-    focus: list[str] = Field(
-        default_factory=list,
-        description="Terms of the clause that asks (not a scope clause such as '根据…，'), "
-        "other than the entities: what the answer must be about.",
-    )
-    phrase: list[str] = Field(
-        default_factory=list,
-        description="Terms of the asked phrase, the content words around the head "
-        "('机房温度上限是多少' -> 机房, 温度): one answer unit should hold them together.",
-    )
-    asked: str = Field(
-        "", description="The asked phrase as written (机房温度), for semantic matching."
-    )
-    labels: list[str] = Field(default_factory=list, description="第X条 labels, canonical.")
-    names: list[str] = Field(
-        default_factory=list, description="Anonymised names (张某某), also among the terms."
-    )
-    subjects: list[str] = Field(
-        default_factory=list,
-        description="The names and entities of a question asked of several subjects at once "
-        "(A和B分别…, A与B谁更…); empty otherwise.",
-    )
-
-    @property
-    def expects_value(self) -> bool:
-        return self.answer_type in VALUE_TYPES
 
 
 def _split_glued(words: list[tuple[str, str]], lex: Lexicon) -> list[tuple[str, str]]:
@@ -125,6 +75,14 @@ class QuestionAnalyzer:
                 self._memo.clear()
             self._memo[question] = result
         return result
+
+    def asked(self, question: str) -> AskedQuestion:
+        """The analysis stage of an answer: ``question`` read, and each question of a compound
+        one (:func:`~rag_app.analysis.compound.question_parts`) read too."""
+        return AskedQuestion(
+            analysis=self(question),
+            parts=[self(part) for part in question_parts(question, self.lexicon)],
+        )
 
     def analyze(self, question: str) -> QuestionAnalysis:
         lex = self.lexicon

@@ -16,10 +16,17 @@ from functools import partial
 import numpy as np
 from llama_index.core.schema import NodeWithScore
 
+from rag_app.analysis.asked import QuestionAnalysis
 from rag_app.analysis.lexicon import Lexicon
-from rag_app.analysis.question import QuestionAnalysis
-from rag_app.answer.units import AnswerUnit
+from rag_app.answer.decision import AnswerUnit
 from rag_app.retrieval.record import record_of
+from rag_app.text.matching import (
+    DIGITS,
+    bigrams,
+    inherited_bigrams,
+    term_credit,
+    weighted_coverage,
+)
 
 FEATURES: tuple[str, ...] = (
     "cov_unit",  # IDF-weighted fuzzy coverage of the question terms in the unit (+lead-in/header)
@@ -78,8 +85,6 @@ FEATURES: tuple[str, ...] = (
 TITLED: frozenset[str] = frozenset(f for f in FEATURES if f.endswith("_titled"))
 _FEATURE_SET = frozenset(FEATURES)
 
-_BIGRAM_CHARS = re.compile(r"[\u4e00-\u9fff0-9a-z]")
-DIGITS = re.compile(r"\d+(?:\.\d+)?")  # a number as written (2021, 0.5)
 _YEAR_MONTH = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月")
 _ANY_YEAR_MONTH = re.compile(r"\d{4}\s*年\s*\d{1,2}\s*月|(?<!\d)\d{4}[-/.]\d{1,2}(?!\d)")
 # a year as written (2021年, 2021-07) or as the value of a year key (年份：2021, a table's column)
@@ -97,50 +102,6 @@ def _bound(head: str) -> re.Pattern[str]:
 
 def _norm(lexicon: Lexicon, text: str) -> str:
     return lexicon.normalize(text.lower())
-
-
-def term_credit(term: str, text: str) -> float:
-    """1 when the term occurs; half the share of its chars when at least half of them do."""
-    if term in text:
-        return 1.0
-    if len(term) < 2:
-        return 0.0
-    share = sum(1 for ch in term if ch in text) / len(term)
-    return 0.5 * share if share >= 0.5 else 0.0
-
-
-INHERIT = 1.0  # credit of a term only the headings say (0.5 measured: cmrc 77.8 vs 83.3 %)
-
-
-def weighted_coverage(
-    weights: dict[str, float],
-    text: str,
-    title: str = "",
-    credit: Callable[[str, str], float] = term_credit,
-) -> float:
-    """IDF-weighted coverage of the terms in ``text``, each term's ``credit`` (by default
-    :func:`term_credit`, fuzzy; the reranker's is whole-token matching). With ``title`` (the
-    heading path), the text is read under it: a term the text says counts fully, one only its
-    headings say counts :data:`INHERIT`."""
-    total = sum(weights.values())
-    if total <= 0:
-        return 0.0
-    if not title:
-        return sum(w * credit(t, text) for t, w in weights.items()) / total
-    got = sum(w * max(credit(t, text), INHERIT * credit(t, title)) for t, w in weights.items())
-    return got / total
-
-
-def inherited_bigrams(q_bigrams: set[str], text: str, title: str) -> float:
-    if not q_bigrams:
-        return 0.0
-    own = q_bigrams & bigrams(text)
-    return (len(own) + INHERIT * len((q_bigrams & bigrams(title)) - own)) / len(q_bigrams)
-
-
-def bigrams(text: str) -> set[str]:
-    chars = "".join(_BIGRAM_CHARS.findall(text))
-    return {chars[i : i + 2] for i in range(len(chars) - 1)}
 
 
 def _share(items: Sequence[str], text: str) -> float:

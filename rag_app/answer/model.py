@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -189,6 +189,15 @@ class ReadingStage(BaseModel):
         """The highest probability any reading can give: the question needs no reading when
         this is below the threshold."""
         return self.probability(gate, None)
+
+    def gated(self, gate: float, threshold: float, read: Callable[[], float] | None) -> float:
+        """The stacked probability of ``gate``, read (``read()``: the reading) only when the
+        reading can change the decision: not without a reader (``read`` None), nor with the
+        gate off (``threshold`` 0: everything is answered), nor when the gate refuses at
+        ``threshold`` whatever the reading (:meth:`upper`)."""
+        if read is None or threshold <= 0 or self.upper(gate) < threshold:
+            return self.probability(gate, None)
+        return self.probability(gate, read())
 
 
 _LATIN_WORD = re.compile(r"[A-Za-z]+")

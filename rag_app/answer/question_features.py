@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from rag_app.analysis.question import QuestionAnalysis
-from rag_app.answer.features import DIGITS, FEATURES
+from rag_app.analysis.asked import QuestionAnalysis, numeric_range
+from rag_app.answer.features import FEATURES
 from rag_app.answer.odds import logit
-from rag_app.text.tokenizer import canonical_forms
+from rag_app.text.matching import in_range, said, with_canonical_forms
 
 QUESTION_FEATURES: tuple[str, ...] = (
     "p_best_logit",  # the support model's best probability, as log-odds
@@ -52,54 +52,9 @@ def question_terms(analysis: QuestionAnalysis) -> list[str]:
     return list(dict.fromkeys([*analysis.terms, *([analysis.head] if analysis.head else [])]))
 
 
-def with_canonical_forms(text: str) -> str:
-    """``text`` (lower-cased) followed by its canonical tokens (2021年03月 of "2021年3月",
-    第33条 of "第三十三条"): what the question's terms are looked up in."""
-    text = text.lower()
-    return text + "\n" + " ".join(canonical_forms(text))
-
-
-def said(term: str, evidence: str) -> bool:
-    """Whether ``evidence`` (:func:`with_canonical_forms`) holds ``term``, written as the term
-    or, for a label or a date, in another form (第三十三条 where it says 第33条)."""
-    if term.lower() in evidence:
-        return True
-    forms = canonical_forms(term)
-    return bool(forms) and all(f in evidence for f in forms)
-
-
-# dates and times, left out when a text's numbers are compared with a range
-_DATES = re.compile(
-    r"(?<![\d.])(?:19|20)\d{2}(?:[-/年]\d{1,2}(?:[-/月]\d{1,2}日?)?|年)"
-    r"|(?<![\d.])\d{1,2}:\d{2}(?::\d{2})?|(?<![\d.])\d{1,2}[月日]"
-)
 _CLAUSE_END = re.compile(r"[，。；？！,;?!]")
 # chars before a range's first bound that name what is ranged ("小区的房价位于20000至…")
 RANGE_LEAD = 8
-
-
-def numeric_range(analysis: QuestionAnalysis) -> tuple[float, float, int] | None:
-    """The range a question states (20000至30000元: two bounds, the lower first) as (low,
-    high, where it starts in the question); None without one."""
-    if len(analysis.bounds) != 2:
-        return None
-    nums = []
-    for b in analysis.bounds:
-        m = DIGITS.match(b)
-        if m is None:
-            return None
-        nums.append(float(m.group(0)))
-    lo, hi = nums
-    if not lo < hi:
-        return None
-    return lo, hi, analysis.text.find(analysis.bounds[0])
-
-
-def in_range(text: str, lo: float, hi: float) -> bool:
-    """Whether ``text`` holds a number from ``lo`` to ``hi``; dates and times are not numbers
-    (2021-07-01 08:00 holds no 2021)."""
-    text = _DATES.sub(" ", text)
-    return any(lo <= float(m.group(0)) <= hi for m in DIGITS.finditer(text))
 
 
 def _logit(p: float) -> float:

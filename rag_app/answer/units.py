@@ -11,8 +11,8 @@ import re
 from collections.abc import Sequence
 
 from llama_index.core.schema import NodeWithScore
-from pydantic import BaseModel, Field
 
+from rag_app.answer.decision import AnswerUnit
 from rag_app.retrieval.record import record_of
 
 _SENTENCE = re.compile(r"[^。！？；!?\n]+[。！？；!?]?")
@@ -21,24 +21,6 @@ _ITEM = re.compile(
     r"^[*\s]*(?:[（(][一二三四五六七八九十\d]+[)）]|[一二三四五六七八九十]+、|\d+[.、)）](?!\d)|[-*•] )"
 )
 _MARKUP = re.compile(r"^[#>*\s]+|\*\*")
-
-
-class AnswerUnit(BaseModel):
-    """One candidate answer piece of one evidence node."""
-
-    source: int = Field(description="1-based number of the evidence node (the citation [n]).")
-    index: int = Field(description="Order of the unit inside its node.")
-    kind: str = Field(description="sentence | item | row")
-    text: str = Field(description="What an answer shows (a row as 'column：value' pairs).")
-    context: str = Field("", description="Lead-in of an item, header of a row.")
-    start: int = Field(description="Start of the unit in the node's text.")
-    end: int = Field(description="End of the unit in the node's text.")
-    header: list[str] = Field(default_factory=list)
-    cells: list[str] = Field(default_factory=list)
-
-    @property
-    def scoring_text(self) -> str:
-        return f"{self.context}\n{self.text}" if self.context else self.text
 
 
 def cells_of(line: str) -> list[str]:

@@ -16,6 +16,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import PrivateAttr
 
+from rag_app.analysis.asked import AskedQuestion
 from rag_app.answer.locator import AnswerDecision, AnswerLocator
 
 
@@ -44,10 +45,12 @@ class EvidenceGate(BaseNodePostprocessor):
         question: str,
         nodes: Sequence[NodeWithScore],
         query_vector: Sequence[float] | None = None,
+        asked: AskedQuestion | None = None,
     ) -> AnswerDecision:
         """``query_vector``: the question's vector from the knowledge base's embedding model,
-        when retrieval computed one (the reading stage then embeds only the units)."""
-        return self._locator.locate(question, nodes, query_vector=query_vector)
+        when retrieval computed one (the reading stage then embeds only the units); ``asked``:
+        the question as the analysis stage read it (None: the locator reads it)."""
+        return self._locator.locate(question, nodes, query_vector=query_vector, asked=asked)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

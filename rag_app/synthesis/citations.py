@@ -1,6 +1,6 @@
 """CitationSynthesizer: answers whose ``[n]`` markers point at backend sources.
 
-It answers from the answer step's :class:`~rag_app.answer.locator.AnswerDecision` (the evidence
+It answers from the answer step's :class:`~rag_app.answer.decision.AnswerDecision` (the evidence
 cut into units and scored by the fitted answer model). A refused decision gives the refusal, its
 reason in words, and the closest sources. Extractive mode (default, no model): the best unit
 first, then at most two supporting units (:func:`~rag_app.synthesis.extractive.compose`). LLM
@@ -19,7 +19,8 @@ from llama_index.core.llms import LLM, ChatMessage, MessageRole
 from llama_index.core.schema import NodeWithScore
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag_app.answer.locator import AnswerDecision, AnswerLocator
+from rag_app.answer.decision import AnswerDecision
+from rag_app.answer.locator import AnswerLocator
 from rag_app.llm import build_llm as build_llm  # re-exported: the engine builds its LLM here
 from rag_app.llm import describe
 from rag_app.llm_budget import DEFAULT_BUDGET, call_llm, llm_budget

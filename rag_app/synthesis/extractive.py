@@ -10,12 +10,10 @@ with it (a question asking for a list gets the lead-in and all its items); a lea
 
 from __future__ import annotations
 
+from rag_app.analysis.asked import QuestionAnalysis, numeric_range
 from rag_app.analysis.lexicon import Lexicon
-from rag_app.analysis.question import QuestionAnalysis
-from rag_app.answer.features import DIGITS, term_credit
-from rag_app.answer.locator import AnswerDecision, ScoredUnit
-from rag_app.answer.question_features import in_range, numeric_range
-from rag_app.answer.units import AnswerUnit
+from rag_app.answer.decision import AnswerDecision, AnswerUnit, ScoredUnit
+from rag_app.text.matching import DIGITS, in_range, term_credit
 from rag_app.text.tokenizer import leading_label
 from rag_app.types import Citation
 

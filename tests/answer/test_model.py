@@ -222,7 +222,7 @@ def test_a_compound_question_is_read_as_its_questions() -> None:
     """Each question of "A是多少？B有几次？" is read on its own, a later one with the words of
     the earlier ones (its subject is often left out) but not their question words."""
     from rag_app.analysis import QuestionAnalyzer
-    from rag_app.answer.locator import question_parts
+    from rag_app.analysis.compound import question_parts
 
     lexicon = QuestionAnalyzer().lexicon
     parts = question_parts("年假有多少天？试用期员工能休几天？", lexicon)
