@@ -235,3 +235,18 @@ def test_a_compound_question_is_read_as_its_questions() -> None:
     )
     assert question_parts("年假有多少天？", lexicon) == []
     assert question_parts("年假有多少天？请说明。", lexicon) == []  # one question asked
+
+
+def test_the_analysis_stage_reads_each_question_of_a_compound_one() -> None:
+    """QuestionAnalyzer.asked: the question's analysis and one per question it asks, the
+    analyses the decision scores the parts with (no analysis left for the decision to do)."""
+    from rag_app.analysis import QuestionAnalyzer
+    from rag_app.analysis.compound import question_parts
+
+    analyzer = QuestionAnalyzer()
+    question = "年假有多少天？试用期员工能休几天？"
+    asked = analyzer.asked(question)
+    assert asked.analysis == analyzer(question)
+    assert asked.parts == [analyzer(p) for p in question_parts(question, analyzer.lexicon)]
+    assert [p.answer_type for p in asked.parts] == ["duration", "duration"]
+    assert analyzer.asked("年假有多少天？").parts == []
