@@ -51,57 +51,60 @@ def cn_number(text: str) -> int | None:
     return total + current
 
 
-def _abstract_num(abstract_id: int, label: str, fmt: str) -> Any:
+def _abstract_num(abstract_id: int, label: str, fmt: str, start: int = 1) -> Any:
     return parse_xml(
         f'<w:abstractNum {nsdecls("w")} w:abstractNumId="{abstract_id}">'
         '<w:multiLevelType w:val="singleLevel"/>'
-        f'<w:lvl w:ilvl="0"><w:start w:val="1"/><w:numFmt w:val="{fmt}"/>'
+        f'<w:lvl w:ilvl="0"><w:start w:val="{start}"/><w:numFmt w:val="{fmt}"/>'
         f'<w:suff w:val="space"/><w:lvlText w:val="第%1{label}"/><w:lvlJc w:val="left"/>'
         '<w:pPr><w:ind w:left="0" w:firstLine="0"/></w:pPr></w:lvl></w:abstractNum>'
     )
 
 
 class Numbering:
-    """The document's numbering part with the three lists; hands out ``w:num`` ids."""
+    """The document's numbering part: the three lists (章, 节, 条); hands out ``w:num`` ids.
+
+    A list that starts again at another value (a statute's book starting at 第九百八十九条, a
+    gap in the articles) gets a list of its own whose ``w:start`` is that value, not a
+    ``w:startOverride`` on a shared one: LibreOffice's .doc export keeps an override for the
+    first paragraph only (第九百八十九条, 第一条, 第二条 …), Word and LibreOffice show both alike."""
 
     def __init__(self, doc: Any, formats: dict[str, str]) -> None:
         self.root = doc.part.numbering_part.element
+        self.formats = formats
         abstracts = self.root.findall(qn("w:abstractNum"))
-        anchor = abstracts[-1] if abstracts else None
-        for label, aid in ABSTRACT_IDS.items():
-            node = _abstract_num(aid, label, formats.get(label, "chineseCounting"))
-            if anchor is None:
-                self.root.insert(0, node)
-            else:
-                anchor.addnext(node)
-            anchor = node
+        self.anchor = abstracts[-1] if abstracts else None
+        self.next_abstract = max(ABSTRACT_IDS.values()) + 1
         self.next_id = 1 + max((int(n.get(qn("w:numId"))) for n in self.root.num_lst), default=0)
         self.expected: dict[str, int] = {}
         self.current: dict[str, int] = {}
         self.instances = 0
-        self.started: set[str] = set()
+
+    def _abstract(self, label: str, start: int) -> int:
+        aid = ABSTRACT_IDS[label] if start == 1 and label not in self.expected else None
+        if aid is None:
+            aid, self.next_abstract = self.next_abstract, self.next_abstract + 1
+        node = _abstract_num(aid, label, self.formats.get(label, "chineseCounting"), start)
+        if self.anchor is None:  # abstract numberings come before the w:num elements
+            self.root.insert(0, node)
+        else:
+            self.anchor.addnext(node)
+        self.anchor = node
+        return aid
 
     def num_for(self, label: str, value: int) -> int:
         """The ``w:num`` that shows ``value`` on the next paragraph of list ``label``: the
-        current one when it counts on to ``value``, else a new one starting there."""
+        current one when it counts on to ``value``, else a new list starting there."""
         if label in self.current and self.expected.get(label) == value:
             self.expected[label] = value + 1
             return self.current[label]
+        aid = self._abstract(label, value)
         num_id = self.next_id
         self.next_id += 1
         self.instances += 1
-        # a list that starts at 1 needs no override (LibreOffice's .doc export mishandles one
-        # on a list's first instance: it shows that paragraph's number twice)
-        override = (
-            f'<w:lvlOverride w:ilvl="0"><w:startOverride w:val="{value}"/></w:lvlOverride>'
-            if value != 1 or label in self.started
-            else ""
-        )
-        self.started.add(label)
         self.root.append(
             parse_xml(
-                f'<w:num {nsdecls("w")} w:numId="{num_id}">'
-                f'<w:abstractNumId w:val="{ABSTRACT_IDS[label]}"/>{override}</w:num>'
+                f'<w:num {nsdecls("w")} w:numId="{num_id}"><w:abstractNumId w:val="{aid}"/></w:num>'
             )
         )
         self.current[label], self.expected[label] = num_id, value + 1
