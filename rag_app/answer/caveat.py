@@ -9,6 +9,7 @@ borderline decision). Built once per knowledge base with its lexicon; thread-saf
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from llama_index.core.schema import NodeWithScore
@@ -21,6 +22,10 @@ from rag_app.answer.features import any_value_in, stated_values
 from rag_app.answer.question_features import said, with_canonical_forms
 from rag_app.retrieval.record import record_of
 from rag_app.text.numerals import in_words
+from rag_app.text.quantities import amount_in, plain
+
+# what a Latin name's spellings differ by: Type-C, Type C and TypeC, Wi-Fi and WiFi are one name
+_NAME_SEPARATORS = re.compile(r"[\s\-_·・./]+")
 
 
 class Lacking(BaseModel):
@@ -51,22 +56,43 @@ class Caveats(BaseModel):
 
     def absent_values(self, analysis: QuestionAnalysis, evidence: str) -> list[str]:
         """The question's stated values (:func:`stated_values`; bounds such as 超过7亿 aside)
-        that ``evidence`` (:meth:`evidence_text`) holds in no form: not as written, not as a
-        date's other spelling (2021-10), not with its number in Chinese numerals (四倍)."""
+        that ``evidence`` (:meth:`evidence_text`, or :meth:`_plain_evidence`) holds in no form:
+        not as written, not as a date's other spelling (2021-10), not with its number in
+        Chinese numerals (四倍, 三十五周岁), not as the same amount written otherwise (12万元 for
+        120000元, 120,000, full-width digits)."""
         absent = []
         for value in stated_values(analysis):
-            norm = self._normalize(value)
+            norm = self._normalize(plain(value))
             if any_value_in([norm], evidence) == 1.0 or any(w in evidence for w in in_words(norm)):
+                continue
+            if amount_in(norm, evidence):
                 continue
             absent.append(value)
         return absent
 
+    def _plain_evidence(self, nodes: Sequence[NodeWithScore]) -> str:
+        """:meth:`evidence_text` in NFKC, numbers without thousands separators: what the
+        question's values and names are looked up in."""
+        return with_canonical_forms(self._normalize(plain("\n".join(
+            record_of(n.node).title_path + "\n" + n.node.get_content() for n in nodes
+        ))))  # fmt: skip
+
+    def _name_said(self, name: str, evidence: str, squeezed: str) -> bool:
+        """Whether ``evidence`` holds ``name`` as written, or, a Latin name, spelled with other
+        separators (Type-C, Type C, TypeC; ``squeezed``: the evidence without them)."""
+        norm = self._normalize(plain(name))
+        if said(norm, evidence):
+            return True
+        bare = _NAME_SEPARATORS.sub("", norm)
+        return bare.isascii() and len(bare) >= 2 and bare in squeezed
+
     def lacking(self, analysis: QuestionAnalysis, nodes: Sequence[NodeWithScore]) -> Lacking:
         """The question's values and firm names the evidence holds in no form."""
-        evidence = self.evidence_text(nodes)
+        evidence = self._plain_evidence(nodes)
+        squeezed = _NAME_SEPARATORS.sub("", evidence)
         return Lacking(
             values=self.absent_values(analysis, evidence),
-            names=[n for n in firm_names(analysis) if not said(self._normalize(n), evidence)],
+            names=[n for n in firm_names(analysis) if not self._name_said(n, evidence, squeezed)],
         )
 
     def caveat(self, lacking: Lacking, reading: float | None, best: float) -> str | None:
