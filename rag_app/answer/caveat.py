@@ -26,6 +26,8 @@ from rag_app.text.quantities import amount_in, plain
 
 # what a Latin name's spellings differ by: Type-C, Type C and TypeC, Wi-Fi and WiFi are one name
 _NAME_SEPARATORS = re.compile(r"[\s\-_·・./]+")
+# a number written with thousands separators (22,680,010)
+_GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,])")
 
 
 class Lacking(BaseModel):
@@ -60,8 +62,14 @@ class Caveats(BaseModel):
         not as written, not as a date's other spelling (2021-10), not with its number in
         Chinese numerals (四倍, 三十五周岁), not as the same amount written otherwise (12万元 for
         120000元, 120,000, full-width digits)."""
-        absent = []
+        absent: list[str] = []
+        grouped = [m.span() for m in _GROUPED.finditer(analysis.text)]
         for value in stated_values(analysis):
+            # a group of a number the question writes with separators is that number (22,680,010)
+            at = analysis.text.find(value)
+            value = next((analysis.text[a:b] for a, b in grouped if a <= at < b), value)
+            if value in absent:
+                continue
             norm = self._normalize(plain(value))
             if any_value_in([norm], evidence) == 1.0 or any(w in evidence for w in in_words(norm)):
                 continue

@@ -79,3 +79,11 @@ def test_quantities() -> None:
     assert not amount_in("35岁", "三十五天")  # another unit in Chinese numerals
     assert not amount_in("3岁", "三十五周岁")
     assert amount_in("3个月", "试用期三个月")
+
+
+def test_a_number_the_question_writes_with_separators_is_read_whole() -> None:
+    question = "根据哪一年的人口普查，南加州的人口为22,680,010？"
+    assert lacking(question, "2010年人口普查显示南加州人口为22,680,010。").values == []
+    assert lacking(question, "2010年的人口为22680010人。").values == []
+    # not a group of it: 22 alone in the evidence does not hold 22,680,010
+    assert lacking(question, "2010年共有22个县，人口为1,000,000。").values == ["22,680,010"]
