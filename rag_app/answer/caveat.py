@@ -49,12 +49,15 @@ class Caveats(BaseModel):
     def _normalize(self, text: str) -> str:
         return self.lexicon.normalize(text.lower())
 
+    @staticmethod
+    def _passages(nodes: Sequence[NodeWithScore]) -> str:
+        """The passages, each under its heading path."""
+        return "\n".join(record_of(n.node).title_path + "\n" + n.node.get_content() for n in nodes)
+
     def evidence_text(self, nodes: Sequence[NodeWithScore]) -> str:
         """The passages with their heading paths, normalised and with their canonical forms:
         the evidence as the gate reads it."""
-        return with_canonical_forms(self._normalize("\n".join(
-            record_of(n.node).title_path + "\n" + n.node.get_content() for n in nodes
-        )))  # fmt: skip
+        return with_canonical_forms(self._normalize(self._passages(nodes)))
 
     def absent_values(self, analysis: QuestionAnalysis, evidence: str) -> list[str]:
         """The question's stated values (:func:`stated_values`; bounds such as 超过7亿 aside)
@@ -81,9 +84,7 @@ class Caveats(BaseModel):
     def _plain_evidence(self, nodes: Sequence[NodeWithScore]) -> str:
         """:meth:`evidence_text` in NFKC, numbers without thousands separators: what the
         question's values and names are looked up in."""
-        return with_canonical_forms(self._normalize(plain("\n".join(
-            record_of(n.node).title_path + "\n" + n.node.get_content() for n in nodes
-        ))))  # fmt: skip
+        return with_canonical_forms(self._normalize(plain(self._passages(nodes))))
 
     def _name_said(self, name: str, evidence: str, squeezed: str) -> bool:
         """Whether ``evidence`` holds ``name`` as written, or, a Latin name, spelled with other

@@ -77,26 +77,25 @@ class _Block:
 
 
 def _body_style(pages: list[list[Paragraph]]) -> tuple[float, bool]:
+    """The body text's size and whether it is bold: the commonest size by characters, of the
+    text outside tables when there is enough of it (tables are often set smaller than the
+    text), else of all text, tables included."""
     sizes: Counter[float] = Counter()
     prose: Counter[float] = Counter()  # outside tables
     bold = 0
-    total = 0
     for paras in pages:
         for p in paras:
             table = p.first.table
-            if isinstance(table, Table):  # a table's text counts as body text too
+            if isinstance(table, Table):
                 sizes[round(table.size * 2) / 2] += table.chars
-                total += table.chars
             elif table is None:
                 sizes[round(p.size * 2) / 2] += len(p.text)
                 prose[round(p.size * 2) / 2] += len(p.text)
                 bold += len(p.text) if p.bold else 0
-                total += len(p.text)
     if not sizes:
         return 0.0, False
-    if prose.total() >= _BODY_PROSE_CHARS:  # tables are often set smaller than the text
-        return prose.most_common(1)[0][0], bold * 2 > prose.total()
-    return sizes.most_common(1)[0][0], bold * 2 > total
+    body = prose if prose.total() >= _BODY_PROSE_CHARS else sizes
+    return body.most_common(1)[0][0], bold * 2 > body.total()
 
 
 def _is_heading(p: Paragraph, body: float, body_bold: bool) -> bool:

@@ -301,8 +301,9 @@ def _rest_of_row(last: list[str], head: list[str]) -> bool:
 def merge_continued(first: Table, second: Table) -> int | None:
     """Append ``second`` (the top of the next page or column) to ``first`` when its columns
     start at the same offsets; its leading rows that repeat ``first``'s header are dropped, and
-    a first row that is the rest of ``first``'s last row (:func:`_rest_of_row`) is joined to it. Returns the row of ``first`` where ``second`` begins, or
-    None when it is no continuation."""
+    a first row that is the rest of ``first``'s last row (:func:`_rest_of_row`) is joined to
+    it. Returns the row of ``first`` where ``second`` begins, or None when it is no
+    continuation."""
     if len(first.xs) != len(second.xs):
         return None
     # the columns' left edges (a borderless table's right edge is its longest cell's)

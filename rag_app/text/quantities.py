@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rag_app.text.numerals import chinese_number
+from rag_app.text.numerals import CN_NUMERALS, chinese_number
 
 # a thousands separator between digit groups (120,000; not 1,2 or 3,14159)
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _SCALES = {"万": 1e4, "亿": 1e8}
 # a number in digits, with its scale word (1.5万); the unit is read after it
 _DIGIT_AMOUNT = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(万|亿)?")
-_CN_RUN = "零〇一二三四五六七八九十百千万亿两"
+_CN_RUN = CN_NUMERALS + "万亿"  # the characters of a Chinese numeral with its 万 and 亿
 # the units one quantity is written in: a unit's other spellings
 _UNIT_FORMS = {"周岁": "岁", "日": "天", "个月": "月", "块": "元", "％": "%"}
 
